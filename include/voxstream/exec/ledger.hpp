@@ -1,0 +1,118 @@
+/// @file ledger.hpp
+/// @brief The per-slice dependency ledger: who last wrote each z-slice, and who read it since.
+///
+/// Every volume owns a slice_ledger. An op declares its accesses (vox::read / vox::write);
+/// before it enqueues work on stream s, the ledger makes s wait on the events of the last
+/// writer of each slice it reads (halo included) and, for a write, also of every reader since.
+/// Events recorded on s itself, and events known to be complete, are skipped. Of several
+/// needed events on one other stream only the latest is waited on: stream order covers the rest.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <voxstream/core/backend.hpp>
+#include <voxstream/core/extent.hpp>
+
+namespace vox::exec {
+
+class event_pool;
+
+/// @brief A pooled event; returns its native event to the pool when the last owner lets go.
+class pooled_event {
+ public:
+  pooled_event(native_event e, std::shared_ptr<event_pool> pool) noexcept
+      : e_(e), pool_(std::move(pool)) {}
+  ~pooled_event();
+  pooled_event(const pooled_event&) = delete;
+  pooled_event& operator=(const pooled_event&) = delete;
+  [[nodiscard]] native_event value() const noexcept { return e_; }
+
+ private:
+  native_event e_;
+  std::shared_ptr<event_pool> pool_;
+};
+
+/// @brief A reusable pool of timing-disabled events. Thread-safe.
+class event_pool : public std::enable_shared_from_this<event_pool> {
+ public:
+  event_pool() = default;
+  ~event_pool();
+  event_pool(const event_pool&) = delete;
+  event_pool& operator=(const event_pool&) = delete;
+  /// @brief An event from the pool, or a new one if the pool is empty.
+  std::shared_ptr<pooled_event> acquire();
+  /// @brief Events created so far (pool misses); for tests of reuse.
+  [[nodiscard]] std::size_t created() const noexcept { return created_; }
+  void give_back(native_event e) noexcept;
+
+ private:
+  std::mutex mutex_;
+  std::vector<native_event> free_;
+  std::size_t created_{0};
+};
+
+/// @brief State shared by a stream and every ledger entry that refers to it. Owns the native
+///        stream, which therefore lives until the last volume that refers to it is gone.
+struct stream_state {
+  stream_state(std::size_t index_in_set, std::shared_ptr<event_pool> pool);
+  ~stream_state();
+  stream_state(const stream_state&) = delete;
+  stream_state& operator=(const stream_state&) = delete;
+
+  native_stream handle{nullptr};
+  std::uint64_t id{0};             ///< unique in the process
+  std::size_t index{0};            ///< position in its stream_set
+  std::uint64_t recorded{0};       ///< sequence number of the last event recorded here
+  std::uint64_t completed{0};      ///< every event with seq <= this is known complete
+  std::shared_ptr<event_pool> pool;
+};
+
+/// @brief An event recorded on a stream after some work, with its per-stream sequence number.
+struct mark {
+  std::shared_ptr<stream_state> stream;
+  std::uint64_t seq{0};
+  std::shared_ptr<pooled_event> event;
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(event); }
+};
+
+/// @brief Ledger entry of one z-slice.
+struct slice_entry {
+  mark writer;
+  std::vector<mark> readers;  ///< at most one per stream: a newer read replaces an older one
+};
+
+/// @brief The per-slice ledger of one volume.
+class slice_ledger {
+ public:
+  explicit slice_ledger(std::size_t slices) : entries_(slices) {}
+  [[nodiscard]] std::size_t slices() const noexcept { return entries_.size(); }
+  [[nodiscard]] const slice_entry& entry(std::size_t z) const { return entries_.at(z); }
+  [[nodiscard]] slice_entry& entry(std::size_t z) { return entries_.at(z); }
+  /// @brief Makes every slice's last writer `m` and forgets readers (e.g. after allocation).
+  void set_all_written(const mark& m);
+  /// @brief Every distinct event the ledger still refers to, latest per stream.
+  [[nodiscard]] std::vector<mark> outstanding() const;
+
+ private:
+  std::vector<slice_entry> entries_;
+};
+
+/// @brief Kind of a declared access.
+enum class access_mode : std::uint8_t { read, write };
+
+/// @brief One declared access of an op: a ledger, the mode, the halo in z, and whether it covers
+///        the whole volume rather than each slab (plus halo).
+struct access {
+  slice_ledger* ledger{nullptr};  ///< null for an empty volume: run_op rejects it
+  extent3 ext{};
+  access_mode mode{access_mode::read};
+  std::size_t halo{0};
+  bool whole{false};
+  const void* data{nullptr};  ///< identity of the storage, to detect in-place stencils
+};
+
+}  // namespace vox::exec

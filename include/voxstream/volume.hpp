@@ -1,0 +1,120 @@
+/// @file volume.hpp
+/// @brief volume<T>: the owning device volume (storage, extent, spacing, origin, ledger), and
+///        the trivially copyable volume_view / slice_view that kernels take by value.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include <voxstream/core/extent.hpp>
+#include <voxstream/core/macros.hpp>
+#include <voxstream/memory/stream_allocator.hpp>
+
+#include <thrust/device_vector.h>
+
+namespace vox {
+
+class stream_set;
+namespace exec {
+class slice_ledger;
+struct stream_state;
+}  // namespace exec
+
+/// @brief Non-owning view of one z-slice; x is contiguous. Trivially copyable.
+template <class T>
+struct slice_view {
+  T* data{nullptr};
+  std::size_t nx{0};
+  std::size_t ny{0};
+  std::size_t z{0};
+  [[nodiscard]] VOX_HD T& operator()(std::size_t x, std::size_t y) const { return data[y * nx + x]; }
+};
+
+/// @brief Non-owning view of a whole volume, x fastest, then y, then z. Trivially copyable.
+template <class T>
+struct volume_view {
+  T* data{nullptr};
+  extent3 ext{};
+  [[nodiscard]] VOX_HD std::size_t index(std::size_t x, std::size_t y, std::size_t z) const {
+    return (z * ext.y + y) * ext.x + x;
+  }
+  [[nodiscard]] VOX_HD T& operator()(std::size_t x, std::size_t y, std::size_t z) const {
+    return data[index(x, y, z)];
+  }
+  [[nodiscard]] VOX_HD slice_view<T> slice(std::size_t z) const {
+    return slice_view<T>{data + z * ext.x * ext.y, ext.x, ext.y, z};
+  }
+};
+
+/// @brief Owning device volume of voxels of type T (uint8, uint16, int16, int32, float, double).
+///
+/// Storage is a thrust::device_vector<T, stream_allocator<T>>: allocated stream-ordered on the
+/// set's first stream (the home stream) and value-initialised there with par_nosync. The
+/// volume's ledger starts with every slice written by that initialisation. Destruction makes the
+/// home stream wait on every event in the ledger and then frees stream-ordered: no host wait.
+/// Move-only.
+template <class T>
+class volume {
+ public:
+  using value_type = T;
+  using allocator_type = stream_allocator<T>;
+  using storage_type = thrust::device_vector<T, allocator_type>;
+
+  /// @brief An empty volume (no storage); ops reject it.
+  volume() noexcept;
+  /// @brief Allocates and value-initialises a volume of extent `e`; asynchronous.
+  ///        Throws vox::invalid_argument for an empty or overflowing extent, vox::out_of_memory.
+  volume(stream_set& streams, extent3 e);
+  /// @brief Allocates a volume of extent `e` filled with `value`; asynchronous.
+  volume(stream_set& streams, extent3 e, T value);
+  ~volume();
+  volume(const volume&) = delete;
+  volume& operator=(const volume&) = delete;
+  volume(volume&& o) noexcept;
+  volume& operator=(volume&& o) noexcept;
+
+  [[nodiscard]] const extent3& extent() const noexcept { return extent_; }
+  [[nodiscard]] std::size_t size() const noexcept { return extent_.voxels(); }
+  [[nodiscard]] std::size_t bytes() const noexcept { return size() * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return storage_ == nullptr; }
+
+  [[nodiscard]] const vec3d& spacing() const noexcept { return spacing_; }
+  [[nodiscard]] const vec3d& origin() const noexcept { return origin_; }
+  /// @brief Sets the voxel spacing; throws vox::invalid_argument unless every component is > 0.
+  void set_spacing(vec3d s);
+  void set_origin(vec3d o) noexcept { origin_ = o; }
+
+  /// @brief Device pointer to voxel (0,0,0); null for an empty volume.
+  [[nodiscard]] T* data() noexcept;
+  [[nodiscard]] const T* data() const noexcept;
+  [[nodiscard]] volume_view<T> view() noexcept { return {data(), extent_}; }
+  [[nodiscard]] volume_view<const T> view() const noexcept { return {data(), extent_}; }
+
+  /// @brief The underlying Thrust container. Work enqueued on it directly bypasses the ledger.
+  [[nodiscard]] storage_type& storage();
+  [[nodiscard]] const storage_type& storage() const;
+  /// @brief The per-slice dependency ledger (mutable: reads are recorded too).
+  [[nodiscard]] exec::slice_ledger& ledger() const;
+  /// @brief The stream that allocated the storage and will free it.
+  [[nodiscard]] stream_view home_stream() const;
+
+ private:
+  void release_() noexcept;
+
+  extent3 extent_{};
+  vec3d spacing_{1.0, 1.0, 1.0};
+  vec3d origin_{0.0, 0.0, 0.0};
+  std::shared_ptr<exec::stream_state> home_;  // declared before storage_: outlives it
+  std::unique_ptr<storage_type> storage_;
+  std::unique_ptr<exec::slice_ledger> ledger_;
+};
+
+extern template class volume<std::uint8_t>;
+extern template class volume<std::uint16_t>;
+extern template class volume<std::int16_t>;
+extern template class volume<std::int32_t>;
+extern template class volume<float>;
+extern template class volume<double>;
+
+}  // namespace vox

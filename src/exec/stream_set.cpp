@@ -1,0 +1,245 @@
+#include <voxstream/exec/stream_set.hpp>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include <voxstream/core/error.hpp>
+
+#include "../detail/staging.hpp"
+
+namespace vox {
+
+std::vector<slab> make_plan(std::size_t slices, std::size_t streams, slice_mapping mapping) {
+  std::vector<slab> plan;
+  if (slices == 0 || streams == 0) return plan;
+  if (mapping == slice_mapping::round_robin) {
+    plan.reserve(slices);
+    for (std::size_t z = 0; z < slices; ++z) plan.push_back({z % streams, z, z + 1});
+    return plan;
+  }
+  const std::size_t k = std::min(streams, slices);
+  plan.reserve(k);
+  for (std::size_t i = 0; i < k; ++i) plan.push_back({i, i * slices / k, (i + 1) * slices / k});
+  return plan;
+}
+
+stream_set::stream_set(std::size_t n, stream_set_options opts)
+    : opts_(opts), pool_(std::make_shared<exec::event_pool>()) {
+  VOX_EXPECTS(n >= 1, "stream_set", "needs at least one stream, got 0");
+  device_ = detail::current_device("stream_set");
+  streams_.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    streams_.push_back(std::make_shared<exec::stream_state>(i, pool_));
+  if (opts_.staging_buffers > 0 && opts_.staging_bytes > 0)
+    staging_ = std::make_unique<staging>(opts_.staging_buffers, opts_.staging_bytes);
+}
+
+stream_set::~stream_set() = default;
+stream_set::stream_set(stream_set&&) noexcept = default;
+stream_set& stream_set::operator=(stream_set&&) noexcept = default;
+
+stream_view stream_set::stream(std::size_t i) const {
+  VOX_EXPECTS(i < streams_.size(), "stream_set::stream",
+              "index " + std::to_string(i) + " out of range for " +
+                  std::to_string(streams_.size()) + " streams");
+  return stream_view{streams_[i]->handle};
+}
+
+std::vector<slab> stream_set::plan(std::size_t slices) const {
+  return make_plan(slices, streams_.size(), opts_.mapping);
+}
+
+std::size_t stream_set::stream_for_slice(std::size_t z, std::size_t slices) const {
+  VOX_EXPECTS(z < slices, "stream_set::stream_for_slice",
+              "slice " + std::to_string(z) + " out of range for " + std::to_string(slices));
+  const std::size_t n = streams_.size();
+  if (opts_.mapping == slice_mapping::round_robin) return z % n;
+  const std::size_t k = std::min(n, slices);
+  std::size_t i = z * k / slices;
+  while (i + 1 < k && (i + 1) * slices / k <= z) ++i;
+  return i;
+}
+
+void stream_set::synchronize() {
+  for (auto& s : streams_) {
+    auto ev = pool_->acquire();
+    detail::record_event(ev->value(), s->handle, "stream_set::synchronize");
+    ++s->recorded;
+    detail::event_synchronize(ev->value(), "stream_set::synchronize");
+    s->completed = s->recorded;
+  }
+}
+
+void stream_set::reset_counters() noexcept {
+  waits_ = 0;
+  records_ = 0;
+  log_.clear();
+}
+
+stream_set::staging& stream_set::staging_buffers() {
+  VOX_EXPECTS(staging_ != nullptr, "stream_set",
+              "this set was made without staging buffers (staging_buffers or staging_bytes is 0)");
+  return *staging_;
+}
+
+namespace exec {
+namespace {
+
+struct slice_range {
+  std::size_t z0;
+  std::size_t z1;
+};
+
+slice_range range_of(const access& a, const slab& w) {
+  if (a.whole) return {0, a.ext.z};
+  const std::size_t z0 = w.z0 >= a.halo ? w.z0 - a.halo : 0;
+  const std::size_t z1 = std::min(a.ext.z, w.z1 + a.halo);
+  return {z0, z1};
+}
+
+// Latest needed event per other stream.
+void consider(const mark& m, const stream_state* waiter, std::vector<const mark*>& needed) {
+  if (!m.valid() || m.stream.get() == waiter || m.seq <= m.stream->completed) return;
+  for (auto& n : needed) {
+    if (n->stream == m.stream) {
+      if (n->seq < m.seq) n = &m;
+      return;
+    }
+  }
+  needed.push_back(&m);
+}
+
+void add_reader(slice_entry& e, const mark& m) {
+  for (auto& r : e.readers) {
+    if (r.stream == m.stream) {
+      r = m;
+      return;
+    }
+  }
+  e.readers.push_back(m);
+}
+
+void validate(const stream_set& set, const char* op, const std::vector<slab>& plan,
+              const std::vector<access>& acc) {
+  VOX_EXPECTS(!plan.empty(), op, "nothing to do: the slab plan is empty");
+  std::size_t nz = 0;
+  for (const auto& w : plan) {
+    VOX_EXPECTS(w.stream < set.size(), op,
+                "slab on stream " + std::to_string(w.stream) + " but the set has " +
+                    std::to_string(set.size()) + " streams");
+    VOX_EXPECTS(w.z0 < w.z1, op, "empty slab [" + std::to_string(w.z0) + ", " +
+                                     std::to_string(w.z1) + ")");
+    nz = std::max(nz, w.z1);
+  }
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    const access& a = acc[i];
+    const std::string arg = "volume argument " + std::to_string(i);
+    VOX_EXPECTS(a.ledger != nullptr, op, arg + " is empty (no storage)");
+    VOX_EXPECTS(a.ledger->slices() == a.ext.z, op, arg + ": ledger and extent disagree");
+    VOX_EXPECTS(a.halo <= a.ext.z, op,
+                arg + ": halo of " + std::to_string(a.halo) + " slices is wider than the volume (" +
+                    std::to_string(a.ext.z) + " slices)");
+    if (!a.whole)
+      VOX_EXPECTS(a.ext.z >= nz, op,
+                  arg + " has " + std::to_string(a.ext.z) + " slices but the op covers " +
+                      std::to_string(nz));
+    if (a.whole && a.mode == access_mode::write) {
+      for (const auto& w : plan)
+        VOX_EXPECTS(w.stream == plan.front().stream, op,
+                    arg + ": a whole-volume write must run on a single stream");
+    }
+  }
+  for (const auto& r : acc) {
+    if (r.mode != access_mode::read || (r.halo == 0 && !r.whole)) continue;
+    for (const auto& w : acc) {
+      VOX_EXPECTS(w.mode != access_mode::write || w.data != r.data, op,
+                  "reads a volume with a halo and writes it in the same op; "
+                  "write to a separate output volume");
+    }
+  }
+}
+
+}  // namespace
+
+void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
+            const std::vector<access>& acc, const slab_fn& enqueue) {
+  validate(set, op, plan, acc);
+
+  // Streams used, in order of first appearance.
+  std::vector<std::size_t> used;
+  for (const auto& w : plan)
+    if (std::find(used.begin(), used.end(), w.stream) == used.end()) used.push_back(w.stream);
+
+  // 1. Waits, computed from the ledgers as they were before this op.
+  std::vector<const mark*> needed;
+  for (std::size_t si : used) {
+    const stream_state* waiter = set.streams_[si].get();
+    needed.clear();
+    for (const auto& w : plan) {
+      if (w.stream != si) continue;
+      for (const auto& a : acc) {
+        const slice_range r = range_of(a, w);
+        for (std::size_t z = r.z0; z < r.z1; ++z) {
+          const slice_entry& e = a.ledger->entry(z);
+          consider(e.writer, waiter, needed);
+          if (a.mode == access_mode::write)
+            for (const auto& rd : e.readers) consider(rd, waiter, needed);
+        }
+      }
+    }
+    for (const mark* m : needed) {
+      detail::stream_wait_event(waiter->handle, m->event->value(), op);
+      ++set.waits_;
+      if (set.opts_.log_waits) {
+        const bool in_set = std::any_of(set.streams_.begin(), set.streams_.end(),
+                                        [&](const auto& s) { return s == m->stream; });
+        set.log_.push_back(
+            wait_record{op, si, m->stream->id, m->stream->index, in_set, m->seq});
+      }
+    }
+  }
+
+  // 2. The work.
+  for (const auto& w : plan) enqueue(stream_view{set.streams_[w.stream]->handle}, w);
+
+  // 3. One event per stream used.
+  std::vector<mark> marks(set.size());
+  for (std::size_t si : used) {
+    auto& st = set.streams_[si];
+    mark m{st, ++st->recorded, set.pool_->acquire()};
+    detail::record_event(m.event->value(), st->handle, op);
+    ++set.records_;
+    marks[si] = std::move(m);
+  }
+
+  // 4. Ledger updates: reads first, so that an in-place write supersedes its own read.
+  for (const auto& w : plan) {
+    for (const auto& a : acc) {
+      if (a.mode != access_mode::read) continue;
+      const slice_range r = range_of(a, w);
+      for (std::size_t z = r.z0; z < r.z1; ++z) add_reader(a.ledger->entry(z), marks[w.stream]);
+    }
+  }
+  for (const auto& w : plan) {
+    for (const auto& a : acc) {
+      if (a.mode != access_mode::write) continue;
+      const slice_range r = range_of(a, w);
+      for (std::size_t z = r.z0; z < r.z1; ++z) {
+        slice_entry& e = a.ledger->entry(z);
+        e.writer = marks[w.stream];
+        e.readers.clear();
+      }
+    }
+  }
+}
+
+void join_all(const slice_ledger& ledger, const stream_state& s, const char* op) {
+  for (const mark& m : ledger.outstanding()) {
+    if (m.stream.get() == &s) continue;
+    detail::stream_wait_event(s.handle, m.event->value(), op);
+  }
+}
+
+}  // namespace exec
+}  // namespace vox

@@ -1,0 +1,203 @@
+#include <voxstream/io/transfer.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include <voxstream/core/error.hpp>
+#include <voxstream/exec/access.hpp>
+
+#include "../detail/cuda_check.hpp"
+#include "../detail/staging.hpp"
+
+namespace vox {
+
+namespace {
+
+enum class direction { to_device, to_host };
+
+void copy_async(void* dst, const void* src, std::size_t bytes, direction d, stream_view s,
+                const char* op) {
+#if VOX_BACKEND_CUDA
+  VOX_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes,
+                               d == direction::to_device ? cudaMemcpyHostToDevice
+                                                         : cudaMemcpyDeviceToHost,
+                               s.value()),
+               op);
+#else
+  (void)d;
+  (void)s;
+  (void)op;
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+template <class V>
+void expect_nonempty(const V& v, const char* op, const char* which) {
+  VOX_EXPECTS(!v.empty(), op, std::string(which) + " volume is empty");
+}
+
+}  // namespace
+
+// --- staging ring ---------------------------------------------------------------------------
+
+stream_set::staging::staging(std::size_t buffers, std::size_t nbytes) : bytes(nbytes) {
+  ring.resize(buffers);
+  try {
+    for (auto& b : ring) b.data = detail::allocate_pinned(nbytes, "stream_set staging");
+  } catch (...) {
+    for (auto& b : ring) detail::free_pinned(b.data);
+    throw;
+  }
+}
+
+stream_set::staging::~staging() {
+  for (auto& b : ring) {
+    if (b.used) {
+      try {
+        b.done.synchronize();
+      } catch (const std::exception& ex) {
+        detail::log_error("stream_set::~stream_set", ex.what());
+      }
+    }
+    detail::free_pinned(b.data);
+  }
+}
+
+stream_set::staging::buffer& stream_set::staging::acquire(const char* op) {
+  buffer& b = ring[next];
+  next = (next + 1) % ring.size();
+  if (b.used) {
+    b.done.synchronize();  // VOX_ALLOW_SYNC: a pageable transfer must reuse its staging buffer
+    b.used = false;
+  }
+  if (b.pending_dst != nullptr) {
+    std::memcpy(b.pending_dst, b.data, b.pending_bytes);
+    b.pending_dst = nullptr;
+  }
+  (void)op;
+  return b;
+}
+
+void stream_set::staging::drain(const char* op) {
+  for (std::size_t i = 0; i < ring.size(); ++i) acquire(op);
+}
+
+// --- pinned transfers -------------------------------------------------------------------------
+
+template <class T>
+void upload(stream_set& streams, const host_volume<T>& src, volume<T>& dst) {
+  expect_nonempty(src, "upload", "source");
+  expect_nonempty(dst, "upload", "destination");
+  expect_same_extent(src.extent(), dst.extent(), "upload");
+  const std::size_t slice = dst.extent().slice_voxels();
+  T* d = dst.data();
+  const T* h = src.data();
+  exec::run_op(streams, "upload", streams.plan(dst.extent().z), {read(src), write(dst)},
+               [&](stream_view s, const slab& w) {
+                 copy_async(d + w.z0 * slice, h + w.z0 * slice, w.depth() * slice * sizeof(T),
+                            direction::to_device, s, "upload");
+               });
+}
+
+template <class T>
+void download(stream_set& streams, const volume<T>& src, host_volume<T>& dst) {
+  expect_nonempty(src, "download", "source");
+  expect_nonempty(dst, "download", "destination");
+  expect_same_extent(src.extent(), dst.extent(), "download");
+  const std::size_t slice = src.extent().slice_voxels();
+  const T* d = src.data();
+  T* h = dst.data();
+  exec::run_op(streams, "download", streams.plan(src.extent().z), {read(src), write(dst)},
+               [&](stream_view s, const slab& w) {
+                 copy_async(h + w.z0 * slice, d + w.z0 * slice, w.depth() * slice * sizeof(T),
+                            direction::to_host, s, "download");
+               });
+}
+
+// --- pageable transfers through the staging ring ----------------------------------------------
+
+template <class T>
+void upload(stream_set& streams, const T* src, std::size_t count, volume<T>& dst) {
+  expect_nonempty(dst, "upload", "destination");
+  VOX_EXPECTS(src != nullptr, "upload", "source pointer is null");
+  VOX_EXPECTS(count == dst.size(), "upload",
+              "source holds " + std::to_string(count) + " voxels but the volume " +
+                  dst.extent().str() + " holds " + std::to_string(dst.size()));
+  const std::size_t slice = dst.extent().slice_voxels();
+  T* d = dst.data();
+#if VOX_BACKEND_CUDA
+  auto& stage = streams.staging_buffers();
+  const std::size_t chunk = std::max<std::size_t>(stage.bytes / sizeof(T), 1) * sizeof(T);
+#endif
+  exec::run_op(streams, "upload", streams.plan(dst.extent().z), {write(dst)},
+               [&](stream_view s, const slab& w) {
+                 const auto* from = reinterpret_cast<const unsigned char*>(src + w.z0 * slice);
+                 auto* to = reinterpret_cast<unsigned char*>(d + w.z0 * slice);
+                 const std::size_t bytes = w.depth() * slice * sizeof(T);
+#if VOX_BACKEND_CUDA
+                 for (std::size_t off = 0; off < bytes; off += chunk) {
+                   const std::size_t n = std::min(chunk, bytes - off);
+                   auto& b = stage.acquire("upload");
+                   std::memcpy(b.data, from + off, n);
+                   copy_async(to + off, b.data, n, direction::to_device, s, "upload");
+                   b.done.record(s);
+                   b.used = true;
+                 }
+#else
+                 copy_async(to, from, bytes, direction::to_device, s, "upload");
+#endif
+               });
+}
+
+template <class T>
+void download(stream_set& streams, const volume<T>& src, T* dst, std::size_t count) {
+  expect_nonempty(src, "download", "source");
+  VOX_EXPECTS(dst != nullptr, "download", "destination pointer is null");
+  VOX_EXPECTS(count == src.size(), "download",
+              "destination holds " + std::to_string(count) + " voxels but the volume " +
+                  src.extent().str() + " holds " + std::to_string(src.size()));
+  const std::size_t slice = src.extent().slice_voxels();
+  const T* d = src.data();
+#if VOX_BACKEND_CUDA
+  auto& stage = streams.staging_buffers();
+  const std::size_t chunk = std::max<std::size_t>(stage.bytes / sizeof(T), 1) * sizeof(T);
+#endif
+  exec::run_op(streams, "download", streams.plan(src.extent().z), {read(src)},
+               [&](stream_view s, const slab& w) {
+                 const auto* from = reinterpret_cast<const unsigned char*>(d + w.z0 * slice);
+                 auto* to = reinterpret_cast<unsigned char*>(dst + w.z0 * slice);
+                 const std::size_t bytes = w.depth() * slice * sizeof(T);
+#if VOX_BACKEND_CUDA
+                 for (std::size_t off = 0; off < bytes; off += chunk) {
+                   const std::size_t n = std::min(chunk, bytes - off);
+                   auto& b = stage.acquire("download");
+                   copy_async(b.data, from + off, n, direction::to_host, s, "download");
+                   b.done.record(s);
+                   b.used = true;
+                   b.pending_dst = to + off;
+                   b.pending_bytes = n;
+                 }
+#else
+                 copy_async(to, from, bytes, direction::to_host, s, "download");
+#endif
+               });
+#if VOX_BACKEND_CUDA
+  stage.drain("download");
+#endif
+}
+
+#define VOX_INSTANTIATE(T)                                                              \
+  template void upload<T>(stream_set&, const host_volume<T>&, volume<T>&);             \
+  template void download<T>(stream_set&, const volume<T>&, host_volume<T>&);           \
+  template void upload<T>(stream_set&, const T*, std::size_t, volume<T>&);             \
+  template void download<T>(stream_set&, const volume<T>&, T*, std::size_t);
+VOX_INSTANTIATE(std::uint8_t)
+VOX_INSTANTIATE(std::uint16_t)
+VOX_INSTANTIATE(std::int16_t)
+VOX_INSTANTIATE(std::int32_t)
+VOX_INSTANTIATE(float)
+VOX_INSTANTIATE(double)
+#undef VOX_INSTANTIATE
+
+}  // namespace vox

@@ -1,0 +1,126 @@
+#include <voxstream/volume.hpp>
+
+#include <exception>
+#include <string>
+#include <utility>
+
+#include <voxstream/core/error.hpp>
+#include <voxstream/exec/ledger.hpp>
+#include <voxstream/exec/stream_set.hpp>
+
+namespace vox {
+
+template <class T>
+volume<T>::volume() noexcept = default;
+
+template <class T>
+volume<T>::volume(stream_set& streams, extent3 e) : volume(streams, e, T{}) {}
+
+template <class T>
+volume<T>::volume(stream_set& streams, extent3 e, T value) {
+  const std::size_t n = checked_voxels(e, sizeof(T), "volume");
+  auto home = streams.state(0);
+  auto ledger = std::make_unique<exec::slice_ledger>(e.z);
+  // Allocation (cudaMallocFromPoolAsync) and initialisation (Thrust, par_nosync) both run on
+  // the home stream through the allocator.
+  storage_ = std::make_unique<storage_type>(n, value, allocator_type(stream_view{home->handle}));
+  exec::mark m{home, ++home->recorded, home->pool->acquire()};
+  detail::record_event(m.event->value(), home->handle, "volume");
+  ledger->set_all_written(m);
+  home_ = std::move(home);
+  ledger_ = std::move(ledger);
+  extent_ = e;
+}
+
+template <class T>
+volume<T>::~volume() {
+  release_();
+}
+
+template <class T>
+volume<T>::volume(volume&& o) noexcept
+    : extent_(std::exchange(o.extent_, extent3{})),
+      spacing_(o.spacing_),
+      origin_(o.origin_),
+      home_(std::move(o.home_)),
+      storage_(std::move(o.storage_)),
+      ledger_(std::move(o.ledger_)) {}
+
+template <class T>
+volume<T>& volume<T>::operator=(volume&& o) noexcept {
+  if (this != &o) {
+    release_();
+    extent_ = std::exchange(o.extent_, extent3{});
+    spacing_ = o.spacing_;
+    origin_ = o.origin_;
+    home_ = std::move(o.home_);
+    storage_ = std::move(o.storage_);
+    ledger_ = std::move(o.ledger_);
+  }
+  return *this;
+}
+
+template <class T>
+void volume<T>::release_() noexcept {
+  if (!storage_) return;
+  try {
+    // Every stream that touched the volume must be done with it before the home stream frees.
+    exec::join_all(*ledger_, *home_, "volume::~volume");
+  } catch (const std::exception& ex) {
+    detail::log_error("volume::~volume", ex.what());
+  }
+  storage_.reset();
+  ledger_.reset();
+  home_.reset();
+  extent_ = extent3{};
+}
+
+template <class T>
+void volume<T>::set_spacing(vec3d s) {
+  VOX_EXPECTS(s.x > 0 && s.y > 0 && s.z > 0, "volume::set_spacing",
+              "spacing must be positive in every axis");
+  spacing_ = s;
+}
+
+template <class T>
+T* volume<T>::data() noexcept {
+  return storage_ ? thrust::raw_pointer_cast(storage_->data()) : nullptr;
+}
+
+template <class T>
+const T* volume<T>::data() const noexcept {
+  return storage_ ? thrust::raw_pointer_cast(storage_->data()) : nullptr;
+}
+
+template <class T>
+typename volume<T>::storage_type& volume<T>::storage() {
+  VOX_EXPECTS(storage_ != nullptr, "volume::storage", "volume is empty");
+  return *storage_;
+}
+
+template <class T>
+const typename volume<T>::storage_type& volume<T>::storage() const {
+  VOX_EXPECTS(storage_ != nullptr, "volume::storage", "volume is empty");
+  return *storage_;
+}
+
+template <class T>
+exec::slice_ledger& volume<T>::ledger() const {
+  VOX_EXPECTS(ledger_ != nullptr, "volume::ledger", "volume is empty");
+  return *ledger_;
+}
+
+template <class T>
+stream_view volume<T>::home_stream() const {
+  VOX_EXPECTS(home_ != nullptr, "volume::home_stream", "volume is empty");
+  return stream_view{home_->handle};
+}
+
+template class volume<std::uint8_t>;
+template class volume<std::uint16_t>;
+template class volume<std::int16_t>;
+template class volume<std::int32_t>;
+template class volume<float>;
+template class volume<double>;
+
+}  // namespace vox
