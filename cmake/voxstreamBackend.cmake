@@ -27,14 +27,15 @@ function(voxstream_find_cccl out)
 endfunction()
 
 function(voxstream_backend_usage target)
+  # Thrust/CUB headers, also for C++ translation units. CCCL is found again on the consumer's
+  # machine (voxstreamConfig.cmake), so the path is not baked into the package.
+  voxstream_find_cccl(cccl)
+  target_include_directories(${target} SYSTEM PUBLIC $<BUILD_INTERFACE:${cccl}>)
   if(VOXSTREAM_BACKEND STREQUAL "cuda")
     target_link_libraries(${target} PUBLIC CUDA::cudart_static)
     target_compile_options(${target} PUBLIC
       $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda --expt-relaxed-constexpr>)
   else()
-    voxstream_find_cccl(cccl)
-    # CCCL is found on the consumer's machine, so the path is not baked into the package.
-    target_include_directories(${target} SYSTEM PUBLIC $<BUILD_INTERFACE:${cccl}>)
     target_compile_definitions(${target} PUBLIC THRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_OMP)
     target_link_libraries(${target} PUBLIC OpenMP::OpenMP_CXX)
   endif()

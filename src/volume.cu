@@ -8,7 +8,15 @@
 #include <voxstream/exec/ledger.hpp>
 #include <voxstream/exec/stream_set.hpp>
 
+#include <thrust/detail/allocator/allocator_traits.h>
+
 namespace vox {
+
+// Thrust must take the allocator's stream-bound policy from system(); if it did not detect the
+// member it would default-construct a policy on the default stream.
+static_assert(std::is_reference<thrust::detail::allocator_system<
+                  stream_allocator<float>>::get_result_type>::value,
+              "Thrust does not see stream_allocator::system()");
 
 template <class T>
 volume<T>::volume() noexcept = default;

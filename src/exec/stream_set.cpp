@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <voxstream/core/error.hpp>
+#include <voxstream/exec/launch.hpp>
 
 #include "../detail/staging.hpp"
 
@@ -212,6 +213,12 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
     ++set.records_;
     marks[si] = std::move(m);
   }
+
+#if defined(VOXSTREAM_DEBUG_SYNC)
+  // Debug builds: wait for the op and surface any asynchronous error with the op's name.
+  for (std::size_t si : used) detail::event_synchronize(marks[si].event->value(), op);
+  detail::check_launch(op);
+#endif
 
   // 4. Ledger updates: reads first, so that an in-place write supersedes its own read.
   for (const auto& w : plan) {

@@ -67,6 +67,12 @@ using slab_fn = std::function<void(stream_view s, const slab& work)>;
 void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
             const std::vector<access>& accesses, const slab_fn& enqueue);
 
+/// @brief run_op with the accesses as a braced list: `{vox::read(in, 1), vox::write(out)}`.
+inline void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
+                   std::initializer_list<access> accesses, const slab_fn& enqueue) {
+  run_op(set, op, plan, std::vector<access>(accesses), enqueue);
+}
+
 /// @brief Makes `s` wait on every event the ledger refers to (before freeing or reusing the
 ///        storage on `s`). Asynchronous.
 void join_all(const slice_ledger& ledger, const stream_state& s, const char* op);

@@ -80,7 +80,7 @@ class stream_allocator {
     detail::deallocate_async(static_cast<void*>(p.get()), n * sizeof(T), stream_);
   }
   /// @brief The execution policy Thrust uses for this container's fills and copies.
-  system_type& system() noexcept { return policy_; }
+  system_type& system() { return policy_; }
   [[nodiscard]] stream_view stream() const noexcept { return stream_; }
 
   template <class U>
