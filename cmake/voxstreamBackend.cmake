@@ -32,7 +32,7 @@ function(voxstream_backend_usage target)
   voxstream_find_cccl(cccl)
   target_include_directories(${target} SYSTEM PUBLIC $<BUILD_INTERFACE:${cccl}>)
   if(VOXSTREAM_BACKEND STREQUAL "cuda")
-    target_link_libraries(${target} PUBLIC CUDA::cudart_static)
+    target_link_libraries(${target} PUBLIC CUDA::cudart_static CUDA::cupti)
     target_compile_options(${target} PUBLIC
       $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda --expt-relaxed-constexpr>)
   else()

@@ -1,6 +1,8 @@
 #include <voxstream/exec/stream_set.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -87,6 +89,17 @@ stream_set::staging& stream_set::staging_buffers() {
 namespace exec {
 namespace {
 
+// Observers: a copy-on-write list, so run_op reads it without locking when nobody observes.
+std::mutex observers_mutex;
+std::shared_ptr<const std::vector<op_observer*>> observers_list;
+std::atomic<bool> observers_any{false};
+
+std::shared_ptr<const std::vector<op_observer*>> observers() {
+  if (!observers_any.load(std::memory_order_acquire)) return nullptr;
+  std::lock_guard<std::mutex> lock(observers_mutex);
+  return observers_list;
+}
+
 struct slice_range {
   std::size_t z0;
   std::size_t z1;
@@ -163,6 +176,24 @@ void validate(const stream_set& set, const char* op, const std::vector<slab>& pl
 
 }  // namespace
 
+void add_observer(op_observer* o) {
+  std::lock_guard<std::mutex> lock(observers_mutex);
+  auto next = observers_list ? std::make_shared<std::vector<op_observer*>>(*observers_list)
+                             : std::make_shared<std::vector<op_observer*>>();
+  next->push_back(o);
+  observers_list = std::move(next);
+  observers_any.store(true, std::memory_order_release);
+}
+
+void remove_observer(op_observer* o) {
+  std::lock_guard<std::mutex> lock(observers_mutex);
+  if (!observers_list) return;
+  auto next = std::make_shared<std::vector<op_observer*>>(*observers_list);
+  next->erase(std::remove(next->begin(), next->end(), o), next->end());
+  observers_any.store(!next->empty(), std::memory_order_release);
+  observers_list = std::move(next);
+}
+
 void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
             const std::vector<access>& acc, const slab_fn& enqueue) {
   validate(set, op, plan, acc);
@@ -202,7 +233,15 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
   }
 
   // 2. The work.
-  for (const auto& w : plan) enqueue(stream_view{set.streams_[w.stream]->handle}, w);
+  const auto obs = observers();
+  for (const auto& w : plan) {
+    const stream_view s{set.streams_[w.stream]->handle};
+    if (obs)
+      for (op_observer* o : *obs) o->slab_begin(op, w.stream, s, w);
+    enqueue(s, w);
+    if (obs)
+      for (op_observer* o : *obs) o->slab_end(op, w.stream, s, w);
+  }
 
   // 3. One event per stream used.
   std::vector<mark> marks(set.size());
@@ -239,6 +278,9 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
       }
     }
   }
+  if (obs)
+    for (const auto& a : acc)
+      for (op_observer* o : *obs) o->ledger_updated(*a.ledger);
 }
 
 void join_all(const slice_ledger& ledger, const stream_state& s, const char* op) {

@@ -73,6 +73,26 @@ inline void run_op(stream_set& set, const char* op, const std::vector<slab>& pla
   run_op(set, op, plan, std::vector<access>(accesses), enqueue);
 }
 
+/// @brief Observer of every op run through run_op (profiling, graph-capture bookkeeping).
+///        Callbacks run on the calling host thread; they must not throw.
+class op_observer {
+ public:
+  virtual ~op_observer() = default;
+  /// @brief Before the op's work for slab `w` is enqueued on `s` (waits already inserted).
+  virtual void slab_begin(const char* op, std::size_t stream_index, stream_view s, const slab& w) {
+    (void)op, (void)stream_index, (void)s, (void)w;
+  }
+  /// @brief After the op's work for slab `w` was enqueued on `s`.
+  virtual void slab_end(const char* op, std::size_t stream_index, stream_view s, const slab& w) {
+    (void)op, (void)stream_index, (void)s, (void)w;
+  }
+  /// @brief After the op updated `ledger` (once per access).
+  virtual void ledger_updated(slice_ledger& ledger) { (void)ledger; }
+};
+/// @brief Registers an observer for all ops in the process until remove_observer. Thread-safe.
+void add_observer(op_observer* o);
+void remove_observer(op_observer* o);
+
 /// @brief Makes `s` wait on every event the ledger refers to (before freeing or reusing the
 ///        storage on `s`). Asynchronous.
 void join_all(const slice_ledger& ledger, const stream_state& s, const char* op);
