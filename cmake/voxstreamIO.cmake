@@ -25,7 +25,7 @@ function(voxstream_io_dependencies target)
   endif()
   if(have_tiff)
     target_link_libraries(${target} PRIVATE TIFF::TIFF)
-    message(STATUS "voxstream io: TIFF stacks enabled (libtiff ${TIFF_VERSION})")
+    message(STATUS "voxstream io: TIFF stacks enabled (libtiff ${TIFF_VERSION_STRING})")
   elseif(VOXSTREAM_WITH_TIFF)
     message(STATUS "voxstream io: libtiff not found: TIFF stack support is skipped "
                    "(install libtiff-dev to enable it)")
