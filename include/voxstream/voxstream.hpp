@@ -14,5 +14,13 @@
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/io/host_volume.hpp>
 #include <voxstream/io/transfer.hpp>
+#include <voxstream/ops/border.hpp>
 #include <voxstream/ops/elementwise.hpp>
+#include <voxstream/ops/filter.hpp>
+#include <voxstream/ops/geometry.hpp>
+#include <voxstream/ops/histogram.hpp>
+#include <voxstream/ops/projection.hpp>
+#include <voxstream/ops/reduce.hpp>
+#include <voxstream/io/format.hpp>
+#include <voxstream/io/png.hpp>
 #include <voxstream/volume.hpp>

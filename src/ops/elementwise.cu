@@ -1,10 +1,17 @@
 #include <voxstream/ops/elementwise.hpp>
 
+#include <cmath>
+#include <cstdint>
+#include <string>
+
 #include <thrust/copy.h>
 #include <thrust/fill.h>
 
 #include <voxstream/core/error.hpp>
 #include <voxstream/exec/access.hpp>
+
+#include "detail_common.cuh"
+#include "detail_reduce.cuh"
 
 namespace vox {
 
@@ -36,9 +43,265 @@ void copy(stream_set& streams, const volume<T>& in, volume<T>& out) {
                });
 }
 
-#define VOX_INSTANTIATE(T)                                   \
-  template void fill<T>(stream_set&, volume<T>&, T);         \
-  template void copy<T>(stream_set&, const volume<T>&, volume<T>&);
+namespace detail::iops {
+
+// --- functors (host and device) -----------------------------------------------------------------
+
+template <class In, class Out>
+struct convert_fn {
+  VOX_HD Out operator()(In v) const { return saturate_cast<Out>(v); }
+};
+
+enum class arith : std::uint8_t { add, subtract, multiply, divide };
+
+VOX_HD inline double apply(arith op, double a, double b) {
+  switch (op) {
+    case arith::add:
+      return a + b;
+    case arith::subtract:
+      return a - b;
+    case arith::multiply:
+      return a * b;
+    case arith::divide:
+    default:
+      return a / b;
+  }
+}
+
+// Computed in double: exact for + - * of 32-bit integers in range, and for float the double
+// result rounds to the correctly rounded float result.
+template <class T, arith Op>
+struct arith_fn {
+  VOX_HD T operator()(T a, T b) const {
+    return saturate_cast<T>(apply(Op, static_cast<double>(a), static_cast<double>(b)));
+  }
+};
+
+template <class T, arith Op>
+struct arith_scalar_fn {
+  double s;
+  VOX_HD T operator()(T a) const {
+    return saturate_cast<T>(apply(Op, static_cast<double>(a), s));
+  }
+};
+
+template <class T>
+struct clamp_fn {
+  T lo;
+  T hi;
+  VOX_HD T operator()(T v) const { return v < lo ? lo : (hi < v ? hi : v); }
+};
+
+template <class In, class Out>
+struct rescale_fn {
+  double scale;
+  double offset;
+  VOX_HD Out operator()(In v) const {
+    return saturate_cast<Out>(::fma(static_cast<double>(v), scale, offset));
+  }
+};
+
+template <class In, class Out>
+struct normalize_fn {
+  const normalize_params* p;  // device scalar written by the combine
+  double lo;
+  VOX_HD Out operator()(In v) const {
+    return saturate_cast<Out>(::fma(static_cast<double>(v) - p->min, p->scale, lo));
+  }
+};
+
+template <class T>
+struct threshold_fn {
+  double t;
+  VOX_HD std::uint8_t operator()(T v) const {
+    return static_cast<double>(v) > t ? std::uint8_t{1} : std::uint8_t{0};
+  }
+};
+
+template <class T>
+struct range_fn {
+  double lo;
+  double hi;
+  VOX_HD std::uint8_t operator()(T v) const {
+    const double d = static_cast<double>(v);
+    return (lo <= d && d <= hi) ? std::uint8_t{1} : std::uint8_t{0};
+  }
+};
+
+// --- drivers ------------------------------------------------------------------------------------
+
+template <class A, class B>
+void expect_pair(const volume<A>& in, const volume<B>& out, const char* op) {
+  VOX_EXPECTS(!in.empty(), op, "input volume is empty");
+  VOX_EXPECTS(!out.empty(), op, "output volume is empty");
+  expect_same_extent(in.extent(), out.extent(), op);
+}
+
+static void expect_finite(double v, const char* op, const char* what) {
+  VOX_EXPECTS(std::isfinite(v), op, std::string(what) + " must be finite");
+}
+
+/// out = f(in) per slab, one launch per slab on its stream. Validate first.
+template <class In, class Out, class F>
+void unary(stream_set& streams, const volume<In>& in, volume<Out>& out, const F& f,
+           const char* op) {
+  const std::size_t slice = in.extent().slice_voxels();
+  const In* src = in.data();
+  Out* dst = out.data();
+  exec::run_op(streams, op, streams.plan(in.extent().z), {read(in), write(out)},
+               [&](stream_view s, const slab& w) {
+                 map1(s, src + w.z0 * slice, dst + w.z0 * slice, w.depth() * slice, f, op);
+               });
+}
+
+template <class T, arith Op>
+void binary(stream_set& streams, const volume<T>& a, const volume<T>& b, volume<T>& out,
+            const char* op) {
+  expect_pair(a, out, op);
+  VOX_EXPECTS(!b.empty(), op, "second input volume is empty");
+  expect_same_extent(a.extent(), b.extent(), op);
+  const std::size_t slice = a.extent().slice_voxels();
+  const T* pa = a.data();
+  const T* pb = b.data();
+  T* dst = out.data();
+  exec::run_op(streams, op, streams.plan(a.extent().z), {read(a), read(b), write(out)},
+               [&](stream_view s, const slab& w) {
+                 const std::size_t o = w.z0 * slice;
+                 map2(s, pa + o, pb + o, dst + o, w.depth() * slice, arith_fn<T, Op>{}, op);
+               });
+}
+
+template <class T, arith Op>
+void scalar(stream_set& streams, const volume<T>& a, double v, volume<T>& out, const char* op) {
+  expect_pair(a, out, op);
+  expect_finite(v, op, "the scalar");
+  unary(streams, a, out, arith_scalar_fn<T, Op>{v}, op);
+}
+
+}  // namespace detail::iops
+
+namespace iops = detail::iops;
+
+template <class In, class Out>
+void convert(stream_set& streams, const volume<In>& in, volume<Out>& out) {
+  iops::expect_pair(in, out, "convert");
+  iops::unary(streams, in, out, iops::convert_fn<In, Out>{}, "convert");
+}
+
+template <class T>
+void add(stream_set& streams, const volume<T>& a, const volume<T>& b, volume<T>& out) {
+  iops::binary<T, iops::arith::add>(streams, a, b, out, "add");
+}
+template <class T>
+void subtract(stream_set& streams, const volume<T>& a, const volume<T>& b, volume<T>& out) {
+  iops::binary<T, iops::arith::subtract>(streams, a, b, out, "subtract");
+}
+template <class T>
+void multiply(stream_set& streams, const volume<T>& a, const volume<T>& b, volume<T>& out) {
+  iops::binary<T, iops::arith::multiply>(streams, a, b, out, "multiply");
+}
+template <class T>
+void divide(stream_set& streams, const volume<T>& a, const volume<T>& b, volume<T>& out) {
+  iops::binary<T, iops::arith::divide>(streams, a, b, out, "divide");
+}
+
+template <class T>
+void add(stream_set& streams, const volume<T>& a, double s, volume<T>& out) {
+  iops::scalar<T, iops::arith::add>(streams, a, s, out, "add");
+}
+template <class T>
+void subtract(stream_set& streams, const volume<T>& a, double s, volume<T>& out) {
+  iops::scalar<T, iops::arith::subtract>(streams, a, s, out, "subtract");
+}
+template <class T>
+void multiply(stream_set& streams, const volume<T>& a, double s, volume<T>& out) {
+  iops::scalar<T, iops::arith::multiply>(streams, a, s, out, "multiply");
+}
+template <class T>
+void divide(stream_set& streams, const volume<T>& a, double s, volume<T>& out) {
+  iops::scalar<T, iops::arith::divide>(streams, a, s, out, "divide");
+}
+
+template <class T>
+void clamp(stream_set& streams, const volume<T>& in, volume<T>& out, T lo, T hi) {
+  iops::expect_pair(in, out, "clamp");
+  VOX_EXPECTS(lo == lo && hi == hi, "clamp", "the bounds must not be NaN");
+  VOX_EXPECTS(!(hi < lo), "clamp", "the lower bound is above the upper bound");
+  iops::unary(streams, in, out, iops::clamp_fn<T>{lo, hi}, "clamp");
+}
+
+template <class In, class Out>
+void rescale(stream_set& streams, const volume<In>& in, volume<Out>& out, double scale,
+             double offset) {
+  iops::expect_pair(in, out, "rescale");
+  iops::expect_finite(scale, "rescale", "scale");
+  iops::expect_finite(offset, "rescale", "offset");
+  iops::unary(streams, in, out, iops::rescale_fn<In, Out>{scale, offset}, "rescale");
+}
+
+template <class In, class Out>
+void normalize(stream_set& streams, const volume<In>& in, volume<Out>& out, double lo,
+               double hi) {
+  const char* op = "normalize";
+  iops::expect_pair(in, out, op);
+  iops::expect_finite(lo, op, "lo");
+  iops::expect_finite(hi, op, "hi");
+  VOX_EXPECTS(lo < hi, op, "the target range [lo, hi] is empty or inverted: lo must be < hi");
+  const std::size_t c = streams.plan(in.extent().z).front().stream;
+  // Device scalar {min, scale}: written on c by the combine, read by every slab's rescale.
+  iops::scratch<iops::normalize_params> params(streams, c, 1, 1, false, op);
+  iops::reduce_ctx ctx = iops::whole_ctx(in);
+  ctx.p0 = lo;
+  ctx.p1 = hi;
+  iops::reduce_to<In, iops::normalize_policy<In>>(
+      streams, in, op, ctx, params.data(), {params.whole(exec::access_mode::write)});
+  const std::size_t slice = in.extent().slice_voxels();
+  const In* src = in.data();
+  Out* dst = out.data();
+  const iops::normalize_fn<In, Out> f{params.data(), lo};
+  exec::run_op(streams, op, streams.plan(in.extent().z),
+               {read(in), write(out), params.whole(exec::access_mode::read)},
+               [&](stream_view s, const slab& w) {
+                 iops::map1(s, src + w.z0 * slice, dst + w.z0 * slice, w.depth() * slice, f,
+                              op);
+               });
+  // ~scratch: c joins the slab streams that read the parameters, then frees them on c.
+}
+
+template <class T>
+void threshold(stream_set& streams, const volume<T>& in, volume<std::uint8_t>& mask, double t) {
+  iops::expect_pair(in, mask, "threshold");
+  VOX_EXPECTS(t == t, "threshold", "the threshold must not be NaN");
+  iops::unary(streams, in, mask, iops::threshold_fn<T>{t}, "threshold");
+}
+
+template <class T>
+void threshold_range(stream_set& streams, const volume<T>& in, volume<std::uint8_t>& mask,
+                     double lo, double hi) {
+  const char* op = "threshold_range";
+  iops::expect_pair(in, mask, op);
+  VOX_EXPECTS(lo == lo && hi == hi, op, "the bounds must not be NaN");
+  VOX_EXPECTS(lo <= hi, op, "the range [lo, hi] is empty: lo > hi");
+  iops::unary(streams, in, mask, iops::range_fn<T>{lo, hi}, op);
+}
+
+// --- instantiations -----------------------------------------------------------------------------
+
+#define VOX_INSTANTIATE(T)                                                                   \
+  template void fill<T>(stream_set&, volume<T>&, T);                                         \
+  template void copy<T>(stream_set&, const volume<T>&, volume<T>&);                          \
+  template void add<T>(stream_set&, const volume<T>&, const volume<T>&, volume<T>&);         \
+  template void subtract<T>(stream_set&, const volume<T>&, const volume<T>&, volume<T>&);    \
+  template void multiply<T>(stream_set&, const volume<T>&, const volume<T>&, volume<T>&);    \
+  template void divide<T>(stream_set&, const volume<T>&, const volume<T>&, volume<T>&);      \
+  template void add<T>(stream_set&, const volume<T>&, double, volume<T>&);                   \
+  template void subtract<T>(stream_set&, const volume<T>&, double, volume<T>&);              \
+  template void multiply<T>(stream_set&, const volume<T>&, double, volume<T>&);              \
+  template void divide<T>(stream_set&, const volume<T>&, double, volume<T>&);                \
+  template void clamp<T>(stream_set&, const volume<T>&, volume<T>&, T, T);                   \
+  template void threshold<T>(stream_set&, const volume<T>&, volume<std::uint8_t>&, double);  \
+  template void threshold_range<T>(stream_set&, const volume<T>&, volume<std::uint8_t>&,     \
+                                   double, double);
 VOX_INSTANTIATE(std::uint8_t)
 VOX_INSTANTIATE(std::uint16_t)
 VOX_INSTANTIATE(std::int16_t)
@@ -46,5 +309,27 @@ VOX_INSTANTIATE(std::int32_t)
 VOX_INSTANTIATE(float)
 VOX_INSTANTIATE(double)
 #undef VOX_INSTANTIATE
+
+#define VOX_INSTANTIATE_PAIR(In, Out)                                                      \
+  template void convert<In, Out>(stream_set&, const volume<In>&, volume<Out>&);            \
+  template void rescale<In, Out>(stream_set&, const volume<In>&, volume<Out>&, double,     \
+                                 double);                                                  \
+  template void normalize<In, Out>(stream_set&, const volume<In>&, volume<Out>&, double,   \
+                                   double);
+#define VOX_INSTANTIATE_FROM(In)                \
+  VOX_INSTANTIATE_PAIR(In, std::uint8_t)        \
+  VOX_INSTANTIATE_PAIR(In, std::uint16_t)       \
+  VOX_INSTANTIATE_PAIR(In, std::int16_t)        \
+  VOX_INSTANTIATE_PAIR(In, std::int32_t)        \
+  VOX_INSTANTIATE_PAIR(In, float)               \
+  VOX_INSTANTIATE_PAIR(In, double)
+VOX_INSTANTIATE_FROM(std::uint8_t)
+VOX_INSTANTIATE_FROM(std::uint16_t)
+VOX_INSTANTIATE_FROM(std::int16_t)
+VOX_INSTANTIATE_FROM(std::int32_t)
+VOX_INSTANTIATE_FROM(float)
+VOX_INSTANTIATE_FROM(double)
+#undef VOX_INSTANTIATE_FROM
+#undef VOX_INSTANTIATE_PAIR
 
 }  // namespace vox

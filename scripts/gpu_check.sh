@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# voxstream GPU check: run from anywhere in the repository on a machine with an NVIDIA GPU.
+#
+#   scripts/gpu_check.sh            build the cuda preset, run ctest, the samples, the benchmark,
+#                                   and compute-sanitizer memcheck + synccheck over the unit tests
+#   scripts/gpu_check.sh --quick    the same without the sanitizers
+#
+# Every step's full output goes to a log under ${OUT:-build/gpu-logs} (at most 8 files: 7 logs
+# plus summary.txt); a failing step does not stop the later ones. A short summary is printed last:
+# one line per step (PASS/FAIL/TIMEOUT/SKIP and seconds), every '^RESULT ' line of the samples and
+# the benchmark, the compute-sanitizer error summaries and the ctest summary line.
+# Exit status: 0 only if every step that ran passed and none was cut short.
+#
+# The whole run stays inside GPU_CHECK_BUDGET_S seconds (default 570, for 10-minute job limits):
+# each step's own time limit is cut to what is left, and steps that no longer fit are skipped
+# (and count as failures). The build is incremental, so a second call on the same machine spends
+# its time on the checks.
+#
+# Environment:
+#   OUT                     log folder (default build/gpu-logs)
+#   GPU_CHECK_BUDGET_S      total seconds for all steps (default 570)
+#   GPU_CHECK_JOBS          build parallelism (default 16)
+#   GPU_CHECK_CTEST_JOBS    ctest parallelism (default 1: the concurrency tests measure timings)
+#   VOX_SANITIZER_FILTER    gtest filter for the sanitizer runs (default below)
+#   VOX_SANITIZER_TESTS     test binaries for the sanitizers, relative to build/cuda
+#                           (default tests/unit/voxstream_tests; e.g. add
+#                           tests/ops/voxstream_ops_tests)
+#   VOX_SANITIZER_API_ERRORS  compute-sanitizer --report-api-errors (default no, see below)
+#
+# The sanitizer runs exclude the tests whose assertions are timing ratios (concurrency, timing and
+# performance tests): under compute-sanitizer every kernel is serialised and slowed by orders of
+# magnitude, so those ratios are meaningless there (and slow). The rest of the suite exercises the
+# same launch, transfer and ledger code under both tools.
+# They also pass --report-api-errors no: the suite provokes CUDA API errors on purpose (an
+# allocation too large for the device, a launch that cannot run) to test vox::out_of_memory and
+# vox::cuda_error, and memcheck counts each failed call as an error and exits 1 (checked on the
+# H200 with compute-sanitizer 2025.3). voxstream checks the result of every CUDA call itself; the
+# sanitizers are here for memory accesses and synchronisation.
+set -uo pipefail
+
+QUICK=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) QUICK=1 ;;
+    -h | --help)
+      sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "gpu_check.sh: unknown argument '$arg' (use --quick or --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+ROOT=$(pwd)
+OUT_DIR="${OUT:-build/gpu-logs}"
+mkdir -p "$OUT_DIR"
+OUT_DIR=$(cd "$OUT_DIR" && pwd)
+BUDGET=${GPU_CHECK_BUDGET_S:-570}
+JOBS=${GPU_CHECK_JOBS:-16}
+CTEST_JOBS=${GPU_CHECK_CTEST_JOBS:-1}
+SAN_FILTER=${VOX_SANITIZER_FILTER:--*Concurrency*:*Timing*:*Perf*}
+SAN_API_ERRORS=${VOX_SANITIZER_API_ERRORS:-no}
+BUILD="$ROOT/build/cuda"
+# GoogleTest binaries the sanitizers run, relative to build/cuda (space-separated).
+SAN_TESTS=${VOX_SANITIZER_TESTS:-tests/unit/voxstream_tests}
+RESERVE=5  # seconds kept for the summary
+
+LOG_ENV="$OUT_DIR/00-env.log"
+LOG_BUILD="$OUT_DIR/01-build.log"
+LOG_CTEST="$OUT_DIR/02-ctest.log"
+LOG_SAMPLES="$OUT_DIR/03-samples.log"
+LOG_BENCH="$OUT_DIR/04-bench.log"
+LOG_MEMCHECK="$OUT_DIR/05-memcheck.log"
+LOG_SYNCCHECK="$OUT_DIR/06-synccheck.log"
+SUMMARY_FILE="$OUT_DIR/summary.txt"
+for f in "$LOG_ENV" "$LOG_BUILD" "$LOG_CTEST" "$LOG_SAMPLES" "$LOG_BENCH" "$LOG_MEMCHECK" \
+         "$LOG_SYNCCHECK" "$SUMMARY_FILE"; do
+  : >"$f"
+done
+
+START=$SECONDS
+DEADLINE=$((START + BUDGET))
+STEPS=()
+FAILED=0
+
+# The toolchain: nvcc and compute-sanitizer live under the CUDA toolkit, which may not be on PATH.
+for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+  if [[ -n "$d" && -d "$d/bin" ]] && ! command -v nvcc >/dev/null 2>&1; then
+    export PATH="$d/bin:$PATH"
+  fi
+done
+SANITIZER=$(command -v compute-sanitizer 2>/dev/null || true)
+if [[ -z "$SANITIZER" ]]; then
+  for c in "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" \
+           "${CUDA_HOME:-/usr/local/cuda}/compute-sanitizer/compute-sanitizer"; do
+    [[ -x "$c" ]] && SANITIZER=$c && break
+  done
+fi
+
+note() { printf '[gpu_check %4ds] %s\n' "$((SECONDS - START))" "$*"; }
+
+# record NAME STATUS SECONDS [DETAIL]: one summary line, also appended to summary.txt so that a
+# run killed from outside still leaves the steps it finished.
+record() {
+  local line
+  line=$(printf '%-20s %-7s %5ss %s' "$1" "$2" "$3" "${4:-}")
+  STEPS+=("$line")
+  echo "$line" >>"$SUMMARY_FILE"
+  case "$2" in PASS | SKIP) ;; *) FAILED=1 ;; esac
+}
+
+# step NAME LOG LIMIT CMD...: runs CMD (a program, not a function) with its output appended to
+# LOG, under a time limit of min(LIMIT, what is left of the budget).
+step() {
+  local name=$1 log=$2 limit=$3
+  shift 3
+  local left=$((DEADLINE - SECONDS - RESERVE))
+  if ((left < 10)); then
+    echo "==== $name: skipped, the time budget (${BUDGET}s) is spent" >>"$log"
+    record "$name" SKIP 0 "(time budget of ${BUDGET}s spent: counts as a failure)"
+    FAILED=1
+    return
+  fi
+  ((limit > left)) && limit=$left
+  {
+    echo
+    echo "==== $name: $*"
+    echo "==== started $(date -u +%FT%TZ), time limit ${limit}s"
+  } >>"$log"
+  note "$name (limit ${limit}s) ..."
+  local first_line t0=$SECONDS rc=0
+  first_line=$(($(wc -l <"$log") + 1))
+  # The subshell keeps bash's own "Aborted"/"Killed" notices in the log too.
+  (timeout --kill-after=10 "$limit" "$@"; exit $?) >>"$log" 2>&1 </dev/null || rc=$?
+  local dt=$((SECONDS - t0))
+  echo "==== $name: exit status $rc after ${dt}s" >>"$log"
+  if ((rc == 0)); then
+    record "$name" PASS "$dt"
+  elif ((rc == 124 || rc == 137)); then
+    record "$name" TIMEOUT "$dt" "(killed after ${limit}s; log: $(basename "$log"))"
+  else
+    record "$name" FAIL "$dt" "(exit $rc; log: $(basename "$log"))"
+  fi
+  if ((rc != 0)); then
+    note "$name failed (exit $rc); its last lines in $(basename "$log"):"
+    tail -n "+$first_line" "$log" | tail -n 15 | sed 's/^/    /'
+  fi
+}
+
+# need NAME LOG FILE: records a failure when a binary the step needs was not built.
+need() {
+  if [[ -x "$3" ]]; then return 0; fi
+  echo "==== $1: $3 was not built" >>"$2"
+  record "$1" FAIL 0 "(${3#"$ROOT"/} not built)"
+  return 1
+}
+
+# --- environment ---------------------------------------------------------------------------------
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "host: $(hostname) cores: $(nproc)"
+  echo "revision: $(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)" \
+    "$(git -C "$ROOT" status --porcelain 2>/dev/null | grep -q . && echo '(with local changes)')"
+  echo "quick: $QUICK  budget: ${BUDGET}s  build jobs: $JOBS  ctest jobs: $CTEST_JOBS"
+  echo "sanitizer tests: $SAN_TESTS  filter: $SAN_FILTER  api errors: $SAN_API_ERRORS"
+  echo
+  nvidia-smi 2>&1 || true
+  echo
+  nvcc --version 2>&1 | tail -2 || true
+  cmake --version 2>&1 | head -1 || true
+  echo "ninja $(ninja --version 2>&1 || true)"
+  echo "compute-sanitizer: ${SANITIZER:-not found}"
+  [[ -n "$SANITIZER" ]] && "$SANITIZER" --version 2>&1 | tail -1
+} >>"$LOG_ENV" 2>&1
+echo "GPU:"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$LOG_ENV" ||
+  echo "nvidia-smi failed: no usable GPU?"
+
+# --- build ---------------------------------------------------------------------------------------
+step configure "$LOG_BUILD" 180 cmake --preset cuda
+step build "$LOG_BUILD" 420 cmake --build --preset cuda -j "$JOBS"
+
+# --- tests ---------------------------------------------------------------------------------------
+# Serial by default: the concurrency tests assert timing ratios, which parallel tests would skew.
+step ctest "$LOG_CTEST" 300 ctest --preset cuda -j "$CTEST_JOBS"
+
+# --- samples and benchmark ----------------------------------------------------------------------
+for s in quickstart seed_streams; do
+  need "sample:$s" "$LOG_SAMPLES" "$BUILD/samples/$s" &&
+    step "sample:$s" "$LOG_SAMPLES" 120 "$BUILD/samples/$s"
+done
+need bench_core "$LOG_BENCH" "$BUILD/bench/bench_core" &&
+  step bench_core "$LOG_BENCH" 180 "$BUILD/bench/bench_core"
+
+# --- compute-sanitizer ---------------------------------------------------------------------------
+if ((QUICK)); then
+  record memcheck SKIP 0 "(--quick)"
+  record synccheck SKIP 0 "(--quick)"
+elif [[ -z "$SANITIZER" ]]; then
+  echo "compute-sanitizer not found" >>"$LOG_MEMCHECK"
+  record memcheck FAIL 0 "(compute-sanitizer not found)"
+  record synccheck FAIL 0 "(compute-sanitizer not found)"
+else
+  for tool in memcheck synccheck; do
+    log="$LOG_MEMCHECK"
+    [[ $tool == synccheck ]] && log="$LOG_SYNCCHECK"
+    for t in $SAN_TESTS; do
+      name=$tool
+      [[ $SAN_TESTS == *" "* ]] && name="$tool:$(basename "$t")"
+      need "$name" "$log" "$BUILD/$t" &&
+        step "$name" "$log" 240 "$SANITIZER" --tool "$tool" --error-exitcode 1 \
+          --report-api-errors "$SAN_API_ERRORS" "$BUILD/$t" "--gtest_filter=$SAN_FILTER" \
+          --gtest_brief=1
+    done
+  done
+fi
+
+# --- summary (printed last) ----------------------------------------------------------------------
+{
+  echo
+  echo "==================== gpu_check summary ($((SECONDS - START))s) ===================="
+  printf '%s\n' "${STEPS[@]}"
+  echo "---- results"
+  grep -h '^RESULT ' "$LOG_SAMPLES" "$LOG_BENCH" 2>/dev/null || echo "(no RESULT lines)"
+  echo "---- compute-sanitizer"
+  if ((QUICK)); then
+    echo "(skipped: --quick)"
+  else
+    for log in "$LOG_MEMCHECK" "$LOG_SYNCCHECK"; do
+      tag=$(basename "$log" .log)
+      found=0
+      while IFS= read -r l; do
+        echo "$tag: $l"
+        found=1
+      done < <(grep -h 'ERROR SUMMARY' "$log" 2>/dev/null)
+      ((found)) || echo "$tag: no ERROR SUMMARY line"
+    done
+  fi
+  echo "---- ctest"
+  grep -h -A 30 '^The following tests FAILED:' "$LOG_CTEST" 2>/dev/null | grep -E '^\s+[0-9]+ - ' || true
+  c=$(grep -hE '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$LOG_CTEST" | tail -1)
+  echo "${c:-no ctest summary line (see 02-ctest.log)}"
+  if ((FAILED)); then echo "gpu_check: FAILED"; else echo "gpu_check: all steps passed"; fi
+} >"$OUT_DIR/.summary.tmp"
+mv "$OUT_DIR/.summary.tmp" "$SUMMARY_FILE"
+cat "$SUMMARY_FILE"
+exit "$FAILED"

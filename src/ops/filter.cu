@@ -1,0 +1,463 @@
+// Separable filters: uniform (box), grey erosion / dilation (min / max), Gaussian.
+// Sobel and gradient magnitude are in filter_sobel.cu, median in filter_median.cu.
+#include <voxstream/ops/filter.hpp>
+
+#include "filter_detail.cuh"
+
+namespace vox {
+namespace {
+using namespace detail::filt;
+
+// ---- box family: mean, min, max ------------------------------------------------------------
+
+template <class T, pass_op P>
+void box_family(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
+                volume<T>* scratch, const filter_size& size, const filter_options& o) {
+  check_options(op, o);
+  check_io(op, in, out);
+  if (scratch != nullptr) check_scratch(op, in, out, *scratch);
+  const radii r = check_size(op, size, o.dims);
+  // The mean sees cval as a number; min and max see it converted to the voxel type, which gives
+  // scipy's result because the conversion is monotone.
+  using A = std::conditional_t<P == pass_op::mean, mean_acc_t<T>, T>;
+  const A cval = P == pass_op::mean ? static_cast<A>(o.cval) : static_cast<A>(to_voxel<T>(o.cval));
+
+#if VOX_BACKEND_CUDA
+  if (r.x == 1 && r.y == 1 && (o.dims == 2 || r.z == 1)) {
+    if constexpr (P == pass_op::mean) {
+      using A3 = mean3_acc_t<T>;
+      const auto c3 = static_cast<A3>(o.cval);
+      // The fused kernel's float accumulator must hold cval exactly to give the passes' result.
+      if (o.mode != border::constant || static_cast<double>(c3) == o.cval) {
+        run_stencil3<T, T, A3, stencil_kind::mean>(streams, op, in, out, o.dims, o.mode, c3, c3);
+        return;
+      }
+    } else {
+      constexpr stencil_kind k = P == pass_op::min ? stencil_kind::min : stencil_kind::max;
+      run_stencil3<T, T, T, k>(streams, op, in, out, o.dims, o.mode, cval, cval);
+      return;
+    }
+  }
+#endif
+
+  // 1D passes in scipy's order (z, y, x); size-1 axes are identities and are skipped.
+  int axes[3] = {0, 0, 0};
+  int n = 0;
+  for (int a = o.dims - 1; a >= 0; --a)
+    if (r.of(a) > 0) axes[n++] = a;
+  auto pass = [&](const volume<T>& src, volume<T>& dst, int a) {
+    run_pass<T, T, A, P>(streams, op, src, dst, a, r.of(a), o.mode, cval,
+                         static_cast<A>(2 * r.of(a) + 1));
+  };
+  if (n <= 1) {
+    pass(in, out, n == 0 ? 0 : axes[0]);  // radius 0: a converting copy
+    return;
+  }
+  std::optional<volume<T>> own;
+  volume<T>& tmp = scratch != nullptr ? *scratch : own.emplace(streams, in.extent());
+  if (n == 2) {
+    pass(in, tmp, axes[0]);
+    pass(tmp, out, axes[1]);
+  } else {
+    pass(in, out, axes[0]);
+    pass(out, tmp, axes[1]);
+    pass(tmp, out, axes[2]);
+  }
+}
+
+// ---- Gaussian ------------------------------------------------------------------------------
+
+#if VOX_BACKEND_CUDA
+// Fast path: the x and y passes fused per slice through shared memory, then a z pass with a
+// register window. R is the radius bucket (4, 8 or 16). Taps beyond the actual radius are
+// skipped, not multiplied by zero, so values outside the window never reach the result (an
+// infinity there would otherwise turn into NaN); EXACT kernels serve radius == R without that
+// test.
+
+template <class F, int R>
+struct gauss_taps {
+  F w[2 * R + 1];
+  int r;  ///< actual radius <= R
+};
+
+template <class F, int R>
+gauss_taps<F, R> make_taps(double sigma, idx_t r) {
+  gauss_taps<F, R> t{};
+  const std::vector<double> w = gauss_weights(sigma, r);
+  for (idx_t i = -r; i <= r; ++i)
+    t.w[R + i] = static_cast<F>(w[static_cast<std::size_t>(i + r)]);
+  t.r = static_cast<int>(r);
+  return t;
+}
+
+/// Whether tap `tap` (0..2R) of a bucket-R window is inside the actual radius r.
+template <int R, bool EXACT>
+__device__ __forceinline__ bool tap_on(int tap, int r) {
+  if constexpr (EXACT) {
+    return true;
+  } else {
+    return (tap >= R ? tap - R : R - tap) <= r;
+  }
+}
+
+/// out[j] = sum over taps of w[tap] * in[j + tap] for 8 outputs, streaming the 8 + 2R inputs
+/// once (only the 8 sums stay live). `at(k)` reads input k.
+template <class F, int R, bool EXACT, class At>
+__device__ __forceinline__ void correlate8(const gauss_taps<F, R>& w, At at, F (&acc)[8]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) acc[j] = F(0);
+#pragma unroll
+  for (int k = 0; k < 8 + 2 * R; ++k) {
+    const F v = at(k);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int tap = k - j;
+      if (tap >= 0 && tap <= 2 * R && tap_on<R, EXACT>(tap, w.r)) acc[j] += w.w[tap] * v;
+    }
+  }
+}
+
+inline constexpr int gx_tile = 64;     // output columns per block of the xy pass
+inline constexpr int gx_threads = 256;
+
+template <class F>
+constexpr int gauss_tile_y() {
+  return sizeof(F) == 4 ? 32 : 16;  // keeps the two shared tiles under 48 KiB
+}
+
+template <class T, class F, int R, bool EXACT>
+__global__ void __launch_bounds__(gx_threads, 2)
+    gauss_xy_kernel(const T* __restrict__ in, F* __restrict__ out, march_geom g, border mode,
+                    F cval, gauss_taps<F, R> wx, gauss_taps<F, R> wy) {
+  constexpr int TX = gx_tile, TY = gauss_tile_y<F>();
+  constexpr int HX = TX + 2 * R, HY = TY + 2 * R;
+  constexpr int NPRE = (HY * HX + gx_threads - 1) / gx_threads;
+  constexpr bool PF = NPRE <= 16;  // prefetch the next slice into registers when it fits
+  __shared__ F s[HY][HX + 1];      // odd row pitch: row-per-lane access is conflict-free
+  __shared__ F xs[HY][TX + 1];
+  const int t = static_cast<int>(threadIdx.x);
+  const idx_t slice = g.nx * g.ny;
+
+  for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
+    for (idx_t by = blockIdx.y; by < g.tiles_y; by += gridDim.y) {
+      for (idx_t bx = blockIdx.x; bx < g.tiles_x; bx += gridDim.x) {
+        const idx_t x0 = bx * TX, y0 = by * TY;
+        const idx_t zs = g.z0 + ch * g.chunk;
+        const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
+        // Element k of this thread's share of the haloed tile of slice z (block-stride order).
+        auto fetch1 = [&](idx_t z, int i) -> F {
+          const idx_t mx = map_fast(x0 + i % HX - R, g.nx, mode);
+          const idx_t my = map_fast(y0 + i / HX - R, g.ny, mode);
+          return (mx < 0 || my < 0) ? cval : static_cast<F>(in[z * slice + my * g.nx + mx]);
+        };
+        [[maybe_unused]] F pre[PF ? NPRE : 1];
+        if constexpr (PF) {
+#pragma unroll
+          for (int k = 0; k < NPRE; ++k) {
+            const int i = t + k * gx_threads;
+            if (i < HY * HX && zs < ze) pre[k] = fetch1(zs, i);
+          }
+        }
+        for (idx_t z = zs; z < ze; ++z) {
+#pragma unroll
+          for (int k = 0; k < NPRE; ++k) {
+            const int i = t + k * gx_threads;
+            if (i < HY * HX) {
+              if constexpr (PF) {
+                s[i / HX][i % HX] = pre[k];
+              } else {
+                s[i / HX][i % HX] = fetch1(z, i);
+              }
+            }
+          }
+          __syncthreads();
+          if constexpr (PF) {
+            // The next slice's loads stay in flight while this one is filtered.
+#pragma unroll
+            for (int k = 0; k < NPRE; ++k) {
+              const int i = t + k * gx_threads;
+              if (i < HY * HX && z + 1 < ze) pre[k] = fetch1(z + 1, i);
+            }
+          }
+          // x: one row segment of 8 outputs per task.
+          for (int task = t; task < HY * (TX / 8); task += gx_threads) {
+            const int r = task % HY, c0 = (task / HY) * 8;
+            F acc[8];
+            correlate8<F, R, EXACT>(wx, [&](int k) { return s[r][c0 + k]; }, acc);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) xs[r][c0 + j] = acc[j];
+          }
+          __syncthreads();
+          // y: one column segment of 8 outputs per task, written coalesced along x.
+          for (int task = t; task < TX * (TY / 8); task += gx_threads) {
+            const int c = task % TX, r0 = (task / TX) * 8;
+            F acc[8];
+            correlate8<F, R, EXACT>(wy, [&](int k) { return xs[r0 + k][c]; }, acc);
+            const idx_t gxp = x0 + c;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+              const idx_t gyp = y0 + r0 + j;
+              if (gxp < g.nx && gyp < g.ny) out[z * slice + gyp * g.nx + gxp] = acc[j];
+            }
+          }
+          // No third barrier: the next store writes s, which nobody reads after the second one,
+          // and xs is rewritten only after the next first barrier.
+        }
+      }
+    }
+  }
+}
+
+template <class F, int R, bool EXACT>
+__global__ void __launch_bounds__(st_threads, 3)
+    gauss_z_kernel(const F* __restrict__ in, F* __restrict__ out, march_geom g, border mode,
+                   F cval, gauss_taps<F, R> wz) {
+  constexpr int W = 2 * R + 1;
+  const idx_t slice = g.nx * g.ny;
+  for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
+    for (idx_t by = blockIdx.y; by < g.tiles_y; by += gridDim.y) {
+      for (idx_t bx = blockIdx.x; bx < g.tiles_x; bx += gridDim.x) {
+        const idx_t gxp = bx * st_tx + threadIdx.x, gyp = by * st_ty + threadIdx.y;
+        if (gxp >= g.nx || gyp >= g.ny) continue;  // no barriers in this kernel
+        const idx_t zs = g.z0 + ch * g.chunk;
+        const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
+        const F* col = in + gyp * g.nx + gxp;
+        auto ld = [&](idx_t z) -> F {
+          const idx_t mz = map_fast(z, g.nz, mode);
+          return mz < 0 ? cval : col[mz * slice];
+        };
+        // Slot (s + k) % W holds slice z - R + k at step s = z - zs; steps unrolled by W keep
+        // every slot index a compile-time constant, so the window stays in registers (and the
+        // loads of an unrolled round can all be in flight together).
+        F ring[W];
+#pragma unroll
+        for (int k = 0; k < W - 1; ++k) ring[k] = ld(zs - R + k);
+        for (idx_t zb = zs; zb < ze; zb += W) {
+#pragma unroll
+          for (int j = 0; j < W; ++j) {
+            const idx_t z = zb + j;
+            if (z >= ze) break;
+            ring[(j + W - 1) % W] = ld(z + R);
+            F acc = F(0);
+#pragma unroll
+            for (int k = 0; k < W; ++k)
+              if (tap_on<R, EXACT>(k, wz.r)) acc += wz.w[k] * ring[(j + k) % W];
+            out[z * slice + gyp * g.nx + gxp] = acc;
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class T, class F, int R, bool EXACT>
+void run_gauss_xy(stream_set& streams, const char* op, const volume<T>& in, volume<F>& out,
+                  const filter_options& o, double sx, idx_t rx, double sy, idx_t ry) {
+  const extent3 e = in.extent();
+  const gauss_taps<F, R> wx = make_taps<F, R>(sx, rx), wy = make_taps<F, R>(sy, ry);
+  const F cval = static_cast<F>(o.cval);
+  const T* src = in.data();
+  F* dst = out.data();
+  exec::run_op(streams, op, streams.plan(e.z), {vox::read(in), vox::write(out)},
+               [&](stream_view s, const slab& w) {
+                 const march_geom g = make_march(e, w, gx_tile, gauss_tile_y<F>());
+                 const dim3u gr = march_grid(g);
+                 gauss_xy_kernel<T, F, R, EXACT>
+                     <<<dim3(gr.x, gr.y, gr.z), dim3(gx_threads, 1, 1), 0, s.value()>>>(
+                         src, dst, g, o.mode, cval, wx, wy);
+                 detail::check_launch(op);
+               });
+}
+
+template <class F, int R, bool EXACT>
+void run_gauss_z(stream_set& streams, const char* op, const volume<F>& in, volume<F>& out,
+                 const filter_options& o, double sz, idx_t rz) {
+  const extent3 e = in.extent();
+  const gauss_taps<F, R> wz = make_taps<F, R>(sz, rz);
+  const F cval = static_cast<F>(o.cval);
+  const F* src = in.data();
+  F* dst = out.data();
+  exec::run_op(streams, op, streams.plan(e.z), {vox::read(in, z_halo(rz, e)), vox::write(out)},
+               [&](stream_view s, const slab& w) {
+                 const march_geom g = make_march(e, w, st_tx, st_ty);
+                 const dim3u gr = march_grid(g);
+                 gauss_z_kernel<F, R, EXACT><<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0,
+                                               s.value()>>>(src, dst, g, o.mode, cval, wz);
+                 detail::check_launch(op);
+               });
+}
+
+/// Smallest radius bucket holding r, or 0 when the fused path does not serve it.
+template <class F>
+int gauss_bucket(idx_t r) {
+  if (r <= 4) return 4;
+  if (r <= 8) return 8;
+  if (r <= 16 && sizeof(F) == 4) return 16;
+  return 0;
+}
+
+template <class T, class F>
+void gauss_xy_dispatch(int bucket, stream_set& streams, const char* op, const volume<T>& in,
+                       volume<F>& out, const filter_options& o, const double* sg, const idx_t* r) {
+  const bool exact = r[0] == bucket && r[1] == bucket;
+  if (bucket == 4) {
+    if (exact) {
+      run_gauss_xy<T, F, 4, true>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1]);
+    } else {
+      run_gauss_xy<T, F, 4, false>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1]);
+    }
+  } else if (bucket == 8) {
+    if (exact) {
+      run_gauss_xy<T, F, 8, true>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1]);
+    } else {
+      run_gauss_xy<T, F, 8, false>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1]);
+    }
+  } else if constexpr (sizeof(F) == 4) {
+    run_gauss_xy<T, F, 16, false>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1]);
+  }
+}
+
+template <class F>
+void gauss_z_dispatch(int bucket, stream_set& streams, const char* op, const volume<F>& in,
+                      volume<F>& out, const filter_options& o, double sz, idx_t rz) {
+  const bool exact = rz == bucket;
+  if (bucket == 4) {
+    if (exact) {
+      run_gauss_z<F, 4, true>(streams, op, in, out, o, sz, rz);
+    } else {
+      run_gauss_z<F, 4, false>(streams, op, in, out, o, sz, rz);
+    }
+  } else if (bucket == 8) {
+    if (exact) {
+      run_gauss_z<F, 8, true>(streams, op, in, out, o, sz, rz);
+    } else {
+      run_gauss_z<F, 8, false>(streams, op, in, out, o, sz, rz);
+    }
+  } else if constexpr (sizeof(F) == 4) {
+    run_gauss_z<F, 16, false>(streams, op, in, out, o, sz, rz);
+  }
+}
+#endif  // VOX_BACKEND_CUDA
+
+template <class T>
+void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out,
+                   volume<filter_real_t<T>>* scratch, const sigma3& sigma,
+                   const filter_options& o) {
+  using F = filter_real_t<T>;
+  const char* op = "gaussian";
+  check_options(op, o);
+  check_io(op, in, out);
+  if (scratch != nullptr) check_scratch(op, in, out, *scratch);
+  const double sg[3] = {sigma.x, sigma.y, sigma.z};
+  idx_t r[3] = {0, 0, 0};
+  for (int a = 0; a < o.dims; ++a) r[a] = gauss_radius(op, sg[a], o.truncate, a);
+  const F cval = static_cast<F>(o.cval);
+  std::optional<volume<F>> own;
+  auto tmp = [&]() -> volume<F>& {
+    return scratch != nullptr ? *scratch : own.emplace(streams, in.extent());
+  };
+
+#if VOX_BACKEND_CUDA
+  const int bxy = gauss_bucket<F>(std::max(r[0], r[1]));
+  const int bz = o.dims == 3 ? gauss_bucket<F>(r[2]) : 4;
+  if (bxy != 0 && bz != 0) {
+    if (o.dims == 2) {
+      gauss_xy_dispatch<T, F>(bxy, streams, op, in, out, o, sg, r);
+    } else {
+      volume<F>& t = tmp();
+      gauss_xy_dispatch<T, F>(bxy, streams, op, in, t, o, sg, r);
+      gauss_z_dispatch<F>(bz, streams, op, t, out, o, sg[2], r[2]);
+    }
+    return;
+  }
+#endif
+
+  // 1D passes in scipy's order, weights computed per tap: exp(-o^2 / (2 sigma^2)) / sum.
+  auto norm = [&](int a) {
+    double sum = 0;
+    for (idx_t i = -r[a]; i <= r[a]; ++i) sum += std::exp(-0.5 / (sg[a] * sg[a]) * double(i * i));
+    return static_cast<F>(1.0 / sum);
+  };
+  auto p1 = [&](int a) { return static_cast<F>(-0.5 / (sg[a] * sg[a])); };
+  volume<F>& t = tmp();
+  if (o.dims == 3) {
+    run_pass<T, F, F, pass_op::gauss>(streams, op, in, out, 2, r[2], o.mode, cval, norm(2), p1(2));
+    run_pass<F, F, F, pass_op::gauss>(streams, op, out, t, 1, r[1], o.mode, cval, norm(1), p1(1));
+  } else {
+    run_pass<T, F, F, pass_op::gauss>(streams, op, in, t, 1, r[1], o.mode, cval, norm(1), p1(1));
+  }
+  run_pass<F, F, F, pass_op::gauss>(streams, op, t, out, 0, r[0], o.mode, cval, norm(0), p1(0));
+}
+
+}  // namespace
+
+template <class T>
+void uniform(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
+             const filter_options& opts) {
+  box_family<T, pass_op::mean>(streams, "uniform", in, out, nullptr, size, opts);
+}
+template <class T>
+void uniform(stream_set& streams, const volume<T>& in, volume<T>& out, volume<T>& scratch,
+             filter_size size, const filter_options& opts) {
+  box_family<T, pass_op::mean>(streams, "uniform", in, out, &scratch, size, opts);
+}
+
+template <class T>
+void grey_erosion(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
+                  const filter_options& opts) {
+  box_family<T, pass_op::min>(streams, "grey_erosion", in, out, nullptr, size, opts);
+}
+template <class T>
+void grey_erosion(stream_set& streams, const volume<T>& in, volume<T>& out, volume<T>& scratch,
+                  filter_size size, const filter_options& opts) {
+  box_family<T, pass_op::min>(streams, "grey_erosion", in, out, &scratch, size, opts);
+}
+
+template <class T>
+void grey_dilation(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
+                   const filter_options& opts) {
+  box_family<T, pass_op::max>(streams, "grey_dilation", in, out, nullptr, size, opts);
+}
+template <class T>
+void grey_dilation(stream_set& streams, const volume<T>& in, volume<T>& out, volume<T>& scratch,
+                   filter_size size, const filter_options& opts) {
+  box_family<T, pass_op::max>(streams, "grey_dilation", in, out, &scratch, size, opts);
+}
+
+template <class T>
+void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out,
+              sigma3 sigma, const filter_options& opts) {
+  gaussian_impl<T>(streams, in, out, nullptr, sigma, opts);
+}
+template <class T>
+void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out,
+              volume<filter_real_t<T>>& scratch, sigma3 sigma, const filter_options& opts) {
+  gaussian_impl<T>(streams, in, out, &scratch, sigma, opts);
+}
+
+#define VOX_INSTANTIATE(T)                                                                      \
+  template void uniform<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,              \
+                           const filter_options&);                                              \
+  template void uniform<T>(stream_set&, const volume<T>&, volume<T>&, volume<T>&, filter_size,  \
+                           const filter_options&);                                              \
+  template void grey_erosion<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,         \
+                                const filter_options&);                                         \
+  template void grey_erosion<T>(stream_set&, const volume<T>&, volume<T>&, volume<T>&,          \
+                                filter_size, const filter_options&);                            \
+  template void grey_dilation<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,        \
+                                 const filter_options&);                                        \
+  template void grey_dilation<T>(stream_set&, const volume<T>&, volume<T>&, volume<T>&,         \
+                                 filter_size, const filter_options&);                           \
+  template void gaussian<T>(stream_set&, const volume<T>&, volume<filter_real_t<T>>&, sigma3,   \
+                            const filter_options&);                                             \
+  template void gaussian<T>(stream_set&, const volume<T>&, volume<filter_real_t<T>>&,           \
+                            volume<filter_real_t<T>>&, sigma3, const filter_options&);
+VOX_INSTANTIATE(std::uint8_t)
+VOX_INSTANTIATE(std::uint16_t)
+VOX_INSTANTIATE(std::int16_t)
+VOX_INSTANTIATE(std::int32_t)
+VOX_INSTANTIATE(float)
+VOX_INSTANTIATE(double)
+#undef VOX_INSTANTIATE
+
+}  // namespace vox

@@ -1,0 +1,927 @@
+// Internal to src/ops/filter*.cu: validation, voxel conversions, the generic per-voxel filter
+// functors shared by both backends, the median selection networks, and (CUDA only) the fused
+// 3x3x3 stencil kernel. Not installed.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <voxstream/core/error.hpp>
+#include <voxstream/core/macros.hpp>
+#include <voxstream/exec/access.hpp>
+#include <voxstream/exec/grid.hpp>
+#include <voxstream/exec/launch.hpp>
+#include <voxstream/exec/stream_set.hpp>
+#include <voxstream/ops/border.hpp>
+#include <voxstream/ops/filter.hpp>
+#include <voxstream/volume.hpp>
+
+// Unrolling hint for loops shared by both backends (g++ does not know `#pragma unroll`).
+#if defined(__CUDA_ARCH__)
+#define VOX_FILTER_UNROLL _Pragma("unroll")
+#else
+#define VOX_FILTER_UNROLL
+#endif
+
+namespace vox::detail::filt {
+
+using idx_t = std::ptrdiff_t;
+
+/// Implementation limit on a window's radius (any border mode serves any radius).
+inline constexpr idx_t max_radius = 65536;
+
+// ---- voxel arithmetic ----------------------------------------------------------------------
+
+template <class V>
+VOX_HD inline V vmin(V a, V b) {
+  return b < a ? b : a;
+}
+template <class V>
+VOX_HD inline V vmax(V a, V b) {
+  return a < b ? b : a;
+}
+
+/// Converts a computed value to voxel type O as scipy's C cast does for in-range values:
+/// truncation toward zero for integers (saturated, NaN -> 0, where a C cast is undefined).
+template <class O, class A>
+VOX_HD inline O to_voxel(A v) {
+  if constexpr (std::is_integral_v<O>) {
+    if (!(v == v)) return O(0);
+    if (v <= static_cast<A>(std::numeric_limits<O>::lowest())) return std::numeric_limits<O>::lowest();
+    if (v >= static_cast<A>(std::numeric_limits<O>::max())) return std::numeric_limits<O>::max();
+    return static_cast<O>(v);
+  } else {
+    return static_cast<O>(v);
+  }
+}
+
+/// The value of a pass's result after scipy stores it in the voxel type T (kept in type A).
+template <class T, class A>
+VOX_HD inline A requant(A v) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<A>(to_voxel<T>(v));
+  } else {
+    return v;
+  }
+}
+
+/// Exact accumulation for integer voxels (sums of up to 2^53), the voxel's own precision else.
+template <class T>
+using mean_acc_t = std::conditional_t<std::is_integral_v<T>, double, T>;
+/// Accumulator of the fused 3-tap mean: float is exact for sums of three <= 16-bit integers, and
+/// the correctly rounded quotient truncates exactly (it is >= 1/3 away from the next integer).
+template <class T>
+using mean3_acc_t =
+    std::conditional_t<std::is_integral_v<T> && (sizeof(T) <= 2), float, mean_acc_t<T>>;
+
+template <class A>
+VOX_HD inline A exp_of(A v) {
+  if constexpr (std::is_same_v<A, float>) {
+    return expf(v);
+  } else {
+    return exp(v);
+  }
+}
+template <class A>
+VOX_HD inline A sqrt_of(A v) {
+  if constexpr (std::is_same_v<A, float>) {
+    return sqrtf(v);
+  } else {
+    return sqrt(v);
+  }
+}
+
+// ---- validation (host) ---------------------------------------------------------------------
+
+inline std::string axis_name(int a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
+
+inline void check_options(const char* op, const filter_options& o) {
+  VOX_EXPECTS(o.dims == 2 || o.dims == 3, op,
+              "dims must be 2 (each z-slice) or 3 (the volume), got " + std::to_string(o.dims));
+  VOX_EXPECTS(o.mode == border::reflect || o.mode == border::nearest ||
+                  o.mode == border::constant || o.mode == border::wrap,
+              op, "unknown border mode " + std::to_string(static_cast<int>(o.mode)));
+}
+
+template <class T, class U>
+void check_io(const char* op, const volume<T>& in, const volume<U>& out) {
+  VOX_EXPECTS(!in.empty(), op, "input volume is empty");
+  VOX_EXPECTS(!out.empty(), op, "output volume is empty");
+  expect_same_extent(in.extent(), out.extent(), op);
+  VOX_EXPECTS(static_cast<const void*>(in.data()) != static_cast<const void*>(out.data()), op,
+              "in and out are the same volume: filters do not run in place");
+}
+
+template <class T, class U, class S>
+void check_scratch(const char* op, const volume<T>& in, const volume<U>& out,
+                   const volume<S>& scratch) {
+  VOX_EXPECTS(!scratch.empty(), op, "scratch volume is empty");
+  VOX_EXPECTS(scratch.extent() == in.extent(), op,
+              "scratch extent " + scratch.extent().str() + " differs from the input's " +
+                  in.extent().str());
+  const void* p = scratch.data();
+  VOX_EXPECTS(p != static_cast<const void*>(in.data()) && p != static_cast<const void*>(out.data()),
+              op, "scratch must be a volume other than in and out");
+}
+
+/// Radii of a box window; throws for even or zero sizes and for radii over max_radius.
+struct radii {
+  idx_t x{0}, y{0}, z{0};
+  [[nodiscard]] idx_t of(int a) const { return a == 0 ? x : a == 1 ? y : z; }
+};
+inline radii check_size(const char* op, const filter_size& s, int dims) {
+  const std::size_t v[3] = {s.x, s.y, s.z};
+  idx_t r[3] = {0, 0, 0};
+  for (int a = 0; a < dims; ++a) {
+    VOX_EXPECTS(v[a] % 2 == 1, op,
+                "size along " + axis_name(a) + " is " + std::to_string(v[a]) +
+                    ": filter sizes must be odd (and >= 1)");
+    VOX_EXPECTS(v[a] <= static_cast<std::size_t>(2 * max_radius + 1), op,
+                "size along " + axis_name(a) + " is " + std::to_string(v[a]) +
+                    ", over the limit of " + std::to_string(2 * max_radius + 1));
+    r[a] = static_cast<idx_t>(v[a] / 2);
+  }
+  return {r[0], r[1], r[2]};
+}
+
+/// Gaussian radius as scipy computes it: int(truncate * sigma + 0.5).
+inline idx_t gauss_radius(const char* op, double sigma, double truncate, int axis) {
+  VOX_EXPECTS(std::isfinite(sigma) && sigma > 0, op,
+              "sigma along " + axis_name(axis) + " must be finite and > 0, got " +
+                  std::to_string(sigma));
+  VOX_EXPECTS(std::isfinite(truncate) && truncate >= 0, op,
+              "truncate must be finite and >= 0, got " + std::to_string(truncate));
+  const double r = truncate * sigma + 0.5;
+  VOX_EXPECTS(r < static_cast<double>(max_radius + 1), op,
+              "Gaussian radius along " + axis_name(axis) + " is over the limit of " +
+                  std::to_string(max_radius) + " voxels");
+  return static_cast<idx_t>(r);
+}
+
+/// scipy's _gaussian_kernel1d(sigma, 0, radius), in double.
+inline std::vector<double> gauss_weights(double sigma, idx_t r) {
+  std::vector<double> w(static_cast<std::size_t>(2 * r + 1));
+  double sum = 0;
+  for (idx_t i = -r; i <= r; ++i) {
+    w[static_cast<std::size_t>(i + r)] = std::exp(-0.5 / (sigma * sigma) * double(i * i));
+    sum += w[static_cast<std::size_t>(i + r)];
+  }
+  for (auto& v : w) v /= sum;
+  return w;
+}
+
+/// Halo in z an op declares to the ledger: a radius beyond the volume reads all of it.
+inline std::size_t z_halo(idx_t r, const extent3& e) {
+  return std::min(static_cast<std::size_t>(r), e.z);
+}
+
+// ---- per-voxel launch (both backends) ------------------------------------------------------
+
+#if VOX_BACKEND_CUDA && defined(__CUDACC__)
+template <class F>
+__global__ void voxel_kernel(F f, std::size_t nx, std::size_t ny, std::size_t z0, std::size_t z1) {
+  for (std::size_t z = z0 + blockIdx.z; z < z1; z += gridDim.z) {
+    for (std::size_t y = std::size_t{blockIdx.y} * blockDim.y + threadIdx.y; y < ny;
+         y += std::size_t{blockDim.y} * gridDim.y) {
+      for (std::size_t x = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; x < nx;
+           x += std::size_t{blockDim.x} * gridDim.x) {
+        f(x, y, z);
+      }
+    }
+  }
+}
+#endif
+
+/// Runs f(x, y, z) for every voxel of slab w: one launch on the CUDA backend (slices in the
+/// grid's z), an OpenMP loop on the host backend.
+template <class F>
+void launch_voxels(stream_view s, const F& f, const extent3& e, const slab& w, const char* op) {
+#if VOX_BACKEND_CUDA
+  const dim3u g = grid_for(e.x, e.y, w.depth(), default_block);
+  voxel_kernel<<<dim3(g.x, g.y, g.z), dim3(default_block.x, default_block.y, 1), 0, s.value()>>>(
+      f, e.x, e.y, w.z0, w.z1);
+  check_launch(op);
+#else
+  (void)s;
+  (void)op;
+  const idx_t depth = static_cast<idx_t>(w.depth());
+  const idx_t rows = static_cast<idx_t>(e.y);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (idx_t dz = 0; dz < depth; ++dz) {
+    for (idx_t y = 0; y < rows; ++y) {
+      for (std::size_t x = 0; x < e.x; ++x)
+        f(x, static_cast<std::size_t>(y), w.z0 + static_cast<std::size_t>(dz));
+    }
+  }
+#endif
+}
+
+// ---- generic separable 1D pass (both backends) ---------------------------------------------
+
+enum class pass_op : std::uint8_t { mean, min, max, gauss };
+
+/// One 1D pass along `axis` with any radius and border: mean (p0 = window size), min, max, or
+/// Gaussian (weight exp(p1 * o^2) * p0). Out-of-volume taps read `cval` in constant mode.
+template <class In, class Out, class A, pass_op P>
+struct pass_fn {
+  const In* in;
+  Out* out;
+  idx_t nx, ny, nz;
+  int axis;
+  idx_t r;
+  border mode;
+  A cval;
+  A p0;
+  A p1;
+
+  VOX_HD void operator()(std::size_t x, std::size_t y, std::size_t z) const {
+    const idx_t i = (static_cast<idx_t>(z) * ny + static_cast<idx_t>(y)) * nx + static_cast<idx_t>(x);
+    idx_t c = static_cast<idx_t>(x), n = nx, stride = 1;
+    if (axis == 1) {
+      c = static_cast<idx_t>(y);
+      n = ny;
+      stride = nx;
+    } else if (axis == 2) {
+      c = static_cast<idx_t>(z);
+      n = nz;
+      stride = nx * ny;
+    }
+    const idx_t base = i - c * stride;
+    A acc{};
+    if constexpr (P == pass_op::min || P == pass_op::max) acc = tap(base, c, stride, n, 0);
+    for (idx_t o = -r; o <= r; ++o) {
+      const A v = tap(base, c, stride, n, o);
+      if constexpr (P == pass_op::mean) {
+        acc += v;
+      } else if constexpr (P == pass_op::min) {
+        acc = vmin(acc, v);
+      } else if constexpr (P == pass_op::max) {
+        acc = vmax(acc, v);
+      } else {
+        acc += exp_of(p1 * static_cast<A>(o * o)) * p0 * v;
+      }
+    }
+    if constexpr (P == pass_op::mean) acc = acc / p0;
+    out[i] = to_voxel<Out>(acc);
+  }
+
+  VOX_HD A tap(idx_t base, idx_t c, idx_t stride, idx_t n, idx_t o) const {
+    idx_t m = c + o;
+    if (m < 0 || m >= n) {
+      m = map_border(m, n, mode);
+      if (m < 0) return cval;
+    }
+    return static_cast<A>(in[base + m * stride]);
+  }
+};
+
+/// Runs one pass_fn over the volume under the ledger (z passes declare their halo).
+template <class In, class Out, class A, pass_op P>
+void run_pass(stream_set& streams, const char* op, const volume<In>& src, volume<Out>& dst,
+              int axis, idx_t r, border mode, A cval, A p0 = A(1), A p1 = A(0)) {
+  const extent3 e = src.extent();
+  const pass_fn<In, Out, A, P> f{src.data(), dst.data(), static_cast<idx_t>(e.x),
+                                 static_cast<idx_t>(e.y), static_cast<idx_t>(e.z), axis, r,
+                                 mode, cval, p0, p1};
+  exec::run_op(streams, op, streams.plan(e.z), {vox::read(src, axis == 2 ? z_halo(r, e) : 0), vox::write(dst)},
+               [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
+}
+
+// ---- Sobel in constant mode ----------------------------------------------------------------
+// scipy runs Sobel as 1D passes (the derivative first, then smoothing along the other axes in
+// the order z, y, x), each seeing cval outside. That equals the correlation of the zero-padded
+// volume plus cval * sum_s OUT_s * prod_{t after s} IN_t, where IN_t / OUT_t are the sums of
+// stage t's taps that fall inside / outside the volume at the output voxel.
+
+template <class A>
+VOX_HD inline void tap_sums(idx_t c, idx_t n, bool deriv, A& in, A& out) {
+  in = A(0);
+  out = A(0);
+  for (int k = -1; k <= 1; ++k) {
+    const A w = deriv ? A(k) : A(k == 0 ? 2 : 1);
+    if (c + k >= 0 && c + k < n) {
+      in += w;
+    } else {
+      out += w;
+    }
+  }
+}
+
+/// Weight of cval in Sobel `axis` at voxel (x, y, z) in constant mode (0 away from borders).
+template <class A>
+VOX_HD inline A sobel_border_weight(int axis, bool three_d, idx_t x, idx_t y, idx_t z, idx_t nx,
+                                    idx_t ny, idx_t nz) {
+  int order[3] = {axis, 0, 0};
+  int n = 1;
+  if (three_d && axis != 2) order[n++] = 2;
+  if (axis != 1) order[n++] = 1;
+  if (axis != 0) order[n++] = 0;
+  A corr = A(0);
+  A suffix = A(1);
+  for (int s = n - 1; s >= 0; --s) {
+    const int a = order[s];
+    A in, out;
+    tap_sums<A>(a == 0 ? x : a == 1 ? y : z, a == 0 ? nx : a == 1 ? ny : nz, s == 0, in, out);
+    corr += out * suffix;
+    suffix *= in;
+  }
+  return corr;
+}
+
+VOX_HD inline bool on_border(idx_t x, idx_t y, idx_t z, idx_t nx, idx_t ny, idx_t nz,
+                             bool three_d) {
+  return x == 0 || y == 0 || x == nx - 1 || y == ny - 1 || (three_d && (z == 0 || z == nz - 1));
+}
+
+/// Direct Sobel / gradient magnitude of one voxel (27 taps): the host backend's path.
+/// which: 0, 1, 2 = Sobel along x, y, z; 3 = gradient magnitude.
+template <class T, class F>
+struct sobel_fn {
+  const T* in;
+  F* out;
+  idx_t nx, ny, nz;
+  border mode;
+  F cval;
+  int which;
+  bool three_d;
+
+  VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
+    const idx_t x = static_cast<idx_t>(ux), y = static_cast<idx_t>(uy), z = static_cast<idx_t>(uz);
+    F v[3][3][3];
+    const int zr = three_d ? 1 : 0;
+    for (int dz = -zr; dz <= zr; ++dz) {
+      const idx_t mz = map_border(z + dz, nz, mode);
+      for (int dy = -1; dy <= 1; ++dy) {
+        const idx_t my = map_border(y + dy, ny, mode);
+        for (int dx = -1; dx <= 1; ++dx) {
+          const idx_t mx = map_border(x + dx, nx, mode);
+          v[dz + 1][dy + 1][dx + 1] =
+              (mx < 0 || my < 0 || mz < 0) ? F(0) : static_cast<F>(in[(mz * ny + my) * nx + mx]);
+        }
+      }
+    }
+    const bool corr = mode == border::constant && on_border(x, y, z, nx, ny, nz, three_d);
+    F g[3] = {F(0), F(0), F(0)};
+    const int first = which == 3 ? 0 : which;
+    const int last = which == 3 ? (three_d ? 2 : 1) : which;
+    for (int a = first; a <= last; ++a) {
+      F s = F(0);
+      for (int dz = -zr; dz <= zr; ++dz) {
+        for (int dy = -1; dy <= 1; ++dy) {
+          for (int dx = -1; dx <= 1; ++dx) {
+            const F wx = a == 0 ? F(dx) : F(dx == 0 ? 2 : 1);
+            const F wy = a == 1 ? F(dy) : F(dy == 0 ? 2 : 1);
+            const F wz = !three_d ? F(1) : a == 2 ? F(dz) : F(dz == 0 ? 2 : 1);
+            s += wz * wy * wx * v[dz + 1][dy + 1][dx + 1];
+          }
+        }
+      }
+      if (corr) s += cval * sobel_border_weight<F>(a, three_d, x, y, z, nx, ny, nz);
+      g[a] = s;
+    }
+    out[(z * ny + y) * nx + x] =
+        which == 3 ? sqrt_of(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]) : g[which];
+  }
+};
+
+// ---- median selection ----------------------------------------------------------------------
+
+template <class V>
+VOX_HD inline void sort3(V a, V b, V c, V (&out)[3]) {
+  const V lo = vmin(a, b), hi = vmax(a, b);
+  out[0] = vmin(lo, c);
+  const V t = vmax(lo, c);
+  out[1] = vmin(t, hi);
+  out[2] = vmax(t, hi);
+}
+
+// Three sorted triples -> the sorted 9 (36 min/max); generated by Batcher odd-even merging with padding removed and unused
+// comparators pruned, checked exhaustively (0-1 principle) and on random inputs.
+template <class V>
+VOX_HD inline void merge_3x3(const V (&a)[3], const V (&b)[3], const V (&c)[3], V (&out)[9]) {
+  const V t1 = vmin(a[0], b[0]);
+  const V t2 = vmax(a[0], b[0]);
+  const V t3 = vmin(a[2], b[2]);
+  const V t4 = vmax(a[2], b[2]);
+  const V t5 = vmin(t3, t2);
+  const V t6 = vmax(t3, t2);
+  const V t7 = vmin(a[1], b[1]);
+  const V t8 = vmax(a[1], b[1]);
+  const V t9 = vmin(t7, t5);
+  const V t10 = vmax(t7, t5);
+  const V t11 = vmin(t8, t6);
+  const V t12 = vmax(t8, t6);
+  const V t13 = vmin(t1, c[0]);
+  const V t14 = vmax(t1, c[0]);
+  const V t15 = vmin(t12, t14);
+  const V t16 = vmax(t12, t14);
+  const V t17 = vmin(t10, c[2]);
+  const V t18 = vmax(t10, c[2]);
+  const V t19 = vmin(t17, t15);
+  const V t20 = vmax(t17, t15);
+  const V t21 = vmin(t18, t16);
+  const V t22 = vmax(t18, t16);
+  const V t23 = vmin(t9, c[1]);
+  const V t24 = vmax(t9, c[1]);
+  const V t25 = vmin(t4, t24);
+  const V t26 = vmax(t4, t24);
+  const V t27 = vmin(t11, t25);
+  const V t28 = vmax(t11, t25);
+  const V t29 = vmin(t23, t19);
+  const V t30 = vmax(t23, t19);
+  const V t31 = vmin(t27, t20);
+  const V t32 = vmax(t27, t20);
+  const V t33 = vmin(t28, t21);
+  const V t34 = vmax(t28, t21);
+  const V t35 = vmin(t26, t22);
+  const V t36 = vmax(t26, t22);
+  out[0] = t13;
+  out[1] = t29;
+  out[2] = t30;
+  out[3] = t31;
+  out[4] = t32;
+  out[5] = t33;
+  out[6] = t34;
+  out[7] = t35;
+  out[8] = t36;
+}
+
+// Two sorted 9-lists -> ranks 5..14 (1-based) of their merge (48 min/max); generated by Batcher odd-even merging with padding removed and unused
+// comparators pruned, checked exhaustively (0-1 principle) and on random inputs.
+template <class V>
+VOX_HD inline void merge_9x9_mid(const V (&p)[9], const V (&q)[9], V (&out)[10]) {
+  const V t2 = vmax(p[0], q[0]);
+  const V t3 = vmin(p[8], q[8]);
+  const V t5 = vmin(t3, t2);
+  const V t6 = vmax(t3, t2);
+  const V t7 = vmin(p[4], q[4]);
+  const V t8 = vmax(p[4], q[4]);
+  const V t9 = vmin(t7, t5);
+  const V t10 = vmax(t7, t5);
+  const V t11 = vmin(t8, t6);
+  const V t12 = vmax(t8, t6);
+  const V t13 = vmin(p[2], q[2]);
+  const V t14 = vmax(p[2], q[2]);
+  const V t15 = vmin(p[6], q[6]);
+  const V t16 = vmax(p[6], q[6]);
+  const V t17 = vmin(t15, t14);
+  const V t18 = vmax(t15, t14);
+  const V t20 = vmax(t13, t9);
+  const V t21 = vmin(t17, t10);
+  const V t22 = vmax(t17, t10);
+  const V t23 = vmin(t18, t11);
+  const V t24 = vmax(t18, t11);
+  const V t25 = vmin(t16, t12);
+  const V t28 = vmax(p[1], q[1]);
+  const V t29 = vmin(p[5], q[5]);
+  const V t30 = vmax(p[5], q[5]);
+  const V t31 = vmin(t29, t28);
+  const V t32 = vmax(t29, t28);
+  const V t33 = vmin(p[3], q[3]);
+  const V t34 = vmax(p[3], q[3]);
+  const V t35 = vmin(p[7], q[7]);
+  const V t37 = vmin(t35, t34);
+  const V t38 = vmax(t35, t34);
+  const V t39 = vmin(t33, t31);
+  const V t40 = vmax(t33, t31);
+  const V t41 = vmin(t37, t32);
+  const V t42 = vmax(t37, t32);
+  const V t43 = vmin(t38, t30);
+  const V t44 = vmax(t38, t30);
+  const V t48 = vmax(t39, t20);
+  const V t49 = vmin(t40, t21);
+  const V t50 = vmax(t40, t21);
+  const V t51 = vmin(t41, t22);
+  const V t52 = vmax(t41, t22);
+  const V t53 = vmin(t42, t23);
+  const V t54 = vmax(t42, t23);
+  const V t55 = vmin(t43, t24);
+  const V t56 = vmax(t43, t24);
+  const V t57 = vmin(t44, t25);
+  out[0] = t48;
+  out[1] = t49;
+  out[2] = t50;
+  out[3] = t51;
+  out[4] = t52;
+  out[5] = t53;
+  out[6] = t54;
+  out[7] = t55;
+  out[8] = t56;
+  out[9] = t57;
+}
+
+/// Median of 3 values.
+template <class V>
+VOX_HD inline V med3(V a, V b, V c) {
+  return vmax(vmin(a, b), vmin(vmax(a, b), c));
+}
+
+/// Sorts a 3x3 plane given as v[dy * 3 + dx]: its y-columns first, then a merge of the three.
+template <class V>
+VOX_HD inline void sort_plane(const V* v, V (&out)[9]) {
+  V a[3], b[3], c[3];
+  sort3(v[0], v[3], v[6], a);
+  sort3(v[1], v[4], v[7], b);
+  sort3(v[2], v[5], v[8], c);
+  merge_3x3(a, b, c, out);
+}
+
+/// The 14th smallest of 27 values, given ranks 5..14 of the merge of two sorted planes (m) and
+/// the third plane sorted (a): min over i + j = 14 of max(M_i, A_j), with A_0 = -infinity.
+template <class V>
+VOX_HD inline V kth14(const V (&m)[10], const V (&a)[9]) {
+  V r = m[9];
+  VOX_FILTER_UNROLL
+  for (int i = 5; i <= 13; ++i) r = vmin(r, vmax(m[i - 5], a[14 - i - 1]));
+  return r;
+}
+
+/// Median of a 3x3 window v[dy * 3 + dx]: exact from the sorted y-columns.
+template <class V>
+VOX_HD inline V median9(const V (&v)[9]) {
+  V a[3], b[3], c[3];
+  sort3(v[0], v[3], v[6], a);
+  sort3(v[1], v[4], v[7], b);
+  sort3(v[2], v[5], v[8], c);
+  return med3(vmax(vmax(a[0], b[0]), c[0]), med3(a[1], b[1], c[1]), vmin(vmin(a[2], b[2]), c[2]));
+}
+
+/// Median of a 3x3x3 window v[(dz * 3 + dy) * 3 + dx]: the networks of the fused CUDA kernel.
+template <class V>
+VOX_HD inline V median27(const V (&v)[27]) {
+  V p0[9], p1[9], p2[9], m[10];
+  sort_plane(v, p0);
+  sort_plane(v + 9, p1);
+  sort_plane(v + 18, p2);
+  merge_9x9_mid(p1, p2, m);
+  return kth14(m, p0);
+}
+
+/// The k-th smallest (0-based) of v[0..n), partially reordering v (Wirth's selection).
+template <class V>
+VOX_HD inline V select_kth(V* v, int n, int k) {
+  int l = 0, m = n - 1;
+  while (l < m) {
+    const V x = v[k];
+    int i = l, j = m;
+    do {
+      while (v[i] < x) ++i;
+      while (x < v[j]) --j;
+      if (i <= j) {
+        const V t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+        ++i;
+        --j;
+      }
+    } while (i <= j);
+    if (j < k) l = i;
+    if (k < i) m = j;
+  }
+  return v[k];
+}
+
+/// Median over a window of S^3 (S^2 per slice) voxels, one voxel per call.
+template <class T, int S, bool D3>
+struct median_fn {
+  const T* in;
+  T* out;
+  idx_t nx, ny, nz;
+  border mode;
+  T cval;
+
+  VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
+    constexpr int R = S / 2;
+    constexpr int RZ = D3 ? R : 0;
+    constexpr int N = (2 * RZ + 1) * S * S;
+    const idx_t x = static_cast<idx_t>(ux), y = static_cast<idx_t>(uy), z = static_cast<idx_t>(uz);
+    T v[N];
+    int k = 0;
+    for (int dz = -RZ; dz <= RZ; ++dz) {
+      const idx_t mz = map_border(z + dz, nz, mode);
+      for (int dy = -R; dy <= R; ++dy) {
+        const idx_t my = map_border(y + dy, ny, mode);
+        for (int dx = -R; dx <= R; ++dx) {
+          const idx_t mx = map_border(x + dx, nx, mode);
+          v[k++] = (mx < 0 || my < 0 || mz < 0) ? cval : in[(mz * ny + my) * nx + mx];
+        }
+      }
+    }
+    T r;
+    if constexpr (N == 9) {
+      r = median9(v);
+    } else if constexpr (N == 27) {
+      r = median27(v);
+    } else {
+      r = select_kth(v, N, N / 2);
+    }
+    out[(z * ny + y) * nx + x] = r;
+  }
+};
+
+// ---- fused 3x3(x3) stencil (CUDA) ----------------------------------------------------------
+// One pass for the 3-tap separable filters: mean, min, max (size 3), Sobel and gradient
+// magnitude. A block owns a 32x8 tile of output columns and marches along z through a chunk of
+// its slab; each thread keeps the z-window of its one or two (haloed 34x10) tile positions in
+// registers, so every input voxel is read from DRAM about once. Per slice: stage z in registers
+// -> shared, stage y in shared, stage x -> global, in scipy's pass order with scipy's rounding.
+
+enum class stencil_kind : std::uint8_t { mean, min, max, sobel_x, sobel_y, sobel_z, magnitude };
+
+inline constexpr int st_tx = 32;
+inline constexpr int st_ty = 8;
+inline constexpr int st_hx = st_tx + 2;
+inline constexpr int st_hy = st_ty + 2;
+inline constexpr int st_threads = st_tx * st_ty;
+inline constexpr int st_halo = st_hx * st_hy;
+inline constexpr int st_slots = (st_halo + st_threads - 1) / st_threads;
+
+/// Geometry of one slab launch of a z-marching tile kernel.
+struct march_geom {
+  idx_t nx, ny, nz;
+  idx_t z0, z1;       ///< the slab
+  idx_t chunk;        ///< slices per block
+  idx_t chunks;       ///< chunks in the slab
+  idx_t tiles_x, tiles_y;
+};
+
+/// Slices per block: at least 16 (halo slices are re-read per chunk), fewer chunks when the slab
+/// already has enough tiles to fill the device.
+inline march_geom make_march(const extent3& e, const slab& w, idx_t tile_x, idx_t tile_y) {
+  march_geom g{};
+  g.nx = static_cast<idx_t>(e.x);
+  g.ny = static_cast<idx_t>(e.y);
+  g.nz = static_cast<idx_t>(e.z);
+  g.z0 = static_cast<idx_t>(w.z0);
+  g.z1 = static_cast<idx_t>(w.z1);
+  g.tiles_x = (g.nx + tile_x - 1) / tile_x;
+  g.tiles_y = (g.ny + tile_y - 1) / tile_y;
+  const idx_t depth = g.z1 - g.z0;
+  const idx_t want = (depth * g.tiles_x * g.tiles_y + 2047) / 2048;
+  g.chunk = std::min(depth, std::max<idx_t>(16, want));
+  g.chunks = (depth + g.chunk - 1) / g.chunk;
+  return g;
+}
+
+inline dim3u march_grid(const march_geom& g) {
+  return dim3u{static_cast<std::uint32_t>(std::min<idx_t>(g.tiles_x, max_grid_x)),
+               static_cast<std::uint32_t>(std::min<idx_t>(g.tiles_y, max_grid_yz)),
+               static_cast<std::uint32_t>(std::min<idx_t>(g.chunks, max_grid_yz))};
+}
+
+template <class A>
+struct stencil_args {
+  march_geom g;
+  border mode;
+  A pad;   ///< value of out-of-volume loads: cval (mean, min, max) or 0 (Sobel)
+  A cval;  ///< cval for the mean's per-pass substitution and the Sobel correction
+};
+
+#if VOX_BACKEND_CUDA && defined(__CUDACC__)
+
+/// map_border out of line: the modulo code of reflect and wrap stays out of the kernels' hot
+/// loops (and their register budget); in-range indices never call it.
+__device__ __noinline__ inline idx_t map_outside(idx_t i, idx_t n, border mode) {
+  return map_border(i, n, mode);
+}
+__device__ __forceinline__ idx_t map_fast(idx_t i, idx_t n, border mode) {
+  return (i >= 0 && i < n) ? i : map_outside(i, n, mode);
+}
+
+template <class A>
+__device__ __forceinline__ A smooth3(A a, A b, A c) {
+  return a + A(2) * b + c;
+}
+
+/// Output slices per group of the fused stencil: while a group is computed, the input slices of
+/// the next group are already being loaded into registers (memory-level parallelism without a
+/// deep register window).
+inline constexpr int st_group = 4;
+
+template <class T, class O, class A, stencil_kind K, int RZ>
+__global__ void __launch_bounds__(st_threads)
+    stencil3_kernel(const T* __restrict__ in, O* __restrict__ out, stencil_args<A> a) {
+  constexpr int nzv = (K == stencil_kind::magnitude && RZ == 1) ? 2 : 1;
+  constexpr int nyv = K == stencil_kind::magnitude ? (RZ == 1 ? 3 : 2) : 1;
+  constexpr int G = st_group;
+  constexpr int NB = G + 2 * RZ;  // ring of haloed input slices
+  __shared__ A raw[NB][st_hy][st_hx];
+  __shared__ A sa[nzv][st_hy][st_hx];
+  __shared__ A sb[nyv][st_ty][st_hx];
+
+  const march_geom& g = a.g;
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int t = ty * st_tx + tx;
+  const idx_t slice = g.nx * g.ny;
+  [[maybe_unused]] const bool constant = a.mode == border::constant;
+  [[maybe_unused]] const A third = A(3);
+
+  for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
+    for (idx_t by = blockIdx.y; by < g.tiles_y; by += gridDim.y) {
+      for (idx_t bx = blockIdx.x; bx < g.tiles_x; bx += gridDim.x) {
+        const idx_t x0 = bx * st_tx, y0 = by * st_ty;
+        const idx_t zs = g.z0 + ch * g.chunk;
+        const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
+
+        // Per slot: the haloed tile position it loads (-1: none) and the in-slice offset of the
+        // voxel there (-1: outside the slice in constant mode).
+        int pos[st_slots];
+        idx_t off[st_slots];
+#pragma unroll
+        for (int i = 0; i < st_slots; ++i) {
+          const int q = t + i * st_threads;
+          pos[i] = q < st_halo ? q : -1;
+          const idx_t mx = map_fast(x0 + q % st_hx - 1, g.nx, a.mode);
+          const idx_t my = map_fast(y0 + q / st_hx - 1, g.ny, a.mode);
+          off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
+        }
+        auto fetch = [&](int i, idx_t mz) -> A {
+          return (off[i] < 0 || mz < 0) ? a.pad : static_cast<A>(in[mz * slice + off[i]]);
+        };
+        auto ring = [&](idx_t z) -> A* {
+          return &raw[static_cast<int>(z - zs + RZ) % NB][0][0];
+        };
+
+        // Slices [zs - RZ, first group's end + RZ) now; then each group prefetches the next's.
+        idx_t loaded = (zs + G < ze ? zs + G : ze) + RZ;
+        for (idx_t z = zs - RZ; z < loaded; ++z) {
+          const idx_t mz = map_fast(z, g.nz, a.mode);
+          A* dst = ring(z);
+#pragma unroll
+          for (int i = 0; i < st_slots; ++i)
+            if (pos[i] >= 0) dst[pos[i]] = fetch(i, mz);
+        }
+        __syncthreads();
+
+        for (idx_t zg = zs; zg < ze; zg += G) {
+          const idx_t gend = zg + G < ze ? zg + G : ze;
+          const idx_t nend = (gend + G < ze ? gend + G : ze) + RZ;  // next group's last + 1
+          A pre[G][st_slots];
+#pragma unroll
+          for (int k = 0; k < G; ++k) {
+            const idx_t z = loaded + k;
+            if (z < nend) {
+              const idx_t mz = map_fast(z, g.nz, a.mode);
+#pragma unroll
+              for (int i = 0; i < st_slots; ++i)
+                if (pos[i] >= 0) pre[k][i] = fetch(i, mz);
+            }
+          }
+
+          for (idx_t z = zg; z < gend; ++z) {
+            // Stage z: ring -> sa (the raw slice when filtering per slice).
+            const A* r1 = ring(z);
+#pragma unroll
+            for (int i = 0; i < st_slots; ++i) {
+              const int p = pos[i];
+              if (p < 0) continue;
+              if constexpr (RZ == 1) {
+                const A v0 = ring(z - 1)[p], v1 = r1[p], v2 = ring(z + 1)[p];
+                A s0;
+                if constexpr (K == stencil_kind::mean) {
+                  s0 = requant<T>((v0 + v1 + v2) / third);
+                } else if constexpr (K == stencil_kind::min) {
+                  s0 = vmin(vmin(v0, v1), v2);
+                } else if constexpr (K == stencil_kind::max) {
+                  s0 = vmax(vmax(v0, v1), v2);
+                } else if constexpr (K == stencil_kind::sobel_z) {
+                  s0 = v2 - v0;
+                } else {
+                  s0 = smooth3(v0, v1, v2);
+                }
+                (&sa[0][0][0])[p] = s0;
+                if constexpr (nzv == 2) (&sa[nzv - 1][0][0])[p] = v2 - v0;
+              } else {
+                (&sa[0][0][0])[p] = r1[p];
+              }
+            }
+            __syncthreads();
+
+            // Stage y: sa -> sb for the tile's 8 rows and all 34 columns.
+            for (int q = t; q < st_ty * st_hx; q += st_threads) {
+              const int c = q % st_hx, r = q / st_hx;
+              if constexpr (K == stencil_kind::mean) {
+                const idx_t gy = y0 + r;
+                A up = sa[0][r][c], dn = sa[0][r + 2][c];
+                if (constant) {
+                  if (gy - 1 < 0) up = a.cval;
+                  if (gy + 1 >= g.ny) dn = a.cval;
+                }
+                sb[0][r][c] = requant<T>((up + sa[0][r + 1][c] + dn) / third);
+              } else if constexpr (K == stencil_kind::min) {
+                sb[0][r][c] = vmin(vmin(sa[0][r][c], sa[0][r + 1][c]), sa[0][r + 2][c]);
+              } else if constexpr (K == stencil_kind::max) {
+                sb[0][r][c] = vmax(vmax(sa[0][r][c], sa[0][r + 1][c]), sa[0][r + 2][c]);
+              } else if constexpr (K == stencil_kind::sobel_y) {
+                sb[0][r][c] = sa[0][r + 2][c] - sa[0][r][c];
+              } else if constexpr (K == stencil_kind::magnitude) {
+                sb[0][r][c] = smooth3(sa[0][r][c], sa[0][r + 1][c], sa[0][r + 2][c]);
+                sb[1][r][c] = sa[0][r + 2][c] - sa[0][r][c];
+                if constexpr (RZ == 1)
+                  sb[2][r][c] = smooth3(sa[1][r][c], sa[1][r + 1][c], sa[1][r + 2][c]);
+              } else {
+                sb[0][r][c] = smooth3(sa[0][r][c], sa[0][r + 1][c], sa[0][r + 2][c]);
+              }
+            }
+            __syncthreads();
+
+            // Stage x: sb -> out. No barrier after it: the next stage z writes sa, which nobody
+            // reads after the barrier above, and sb is rewritten only after the next barrier.
+            const idx_t gx = x0 + tx, gy = y0 + ty;
+            if (gx < g.nx && gy < g.ny) {
+              A res;
+              if constexpr (K == stencil_kind::mean) {
+                A l = sb[0][ty][tx], r = sb[0][ty][tx + 2];
+                if (constant) {
+                  if (gx - 1 < 0) l = a.cval;
+                  if (gx + 1 >= g.nx) r = a.cval;
+                }
+                res = (l + sb[0][ty][tx + 1] + r) / third;
+              } else if constexpr (K == stencil_kind::min) {
+                res = vmin(vmin(sb[0][ty][tx], sb[0][ty][tx + 1]), sb[0][ty][tx + 2]);
+              } else if constexpr (K == stencil_kind::max) {
+                res = vmax(vmax(sb[0][ty][tx], sb[0][ty][tx + 1]), sb[0][ty][tx + 2]);
+              } else {
+                const bool corr = constant && on_border(gx, gy, z, g.nx, g.ny, g.nz, RZ == 1);
+                if constexpr (K == stencil_kind::magnitude) {
+                  A gxv = sb[0][ty][tx + 2] - sb[0][ty][tx];
+                  A gyv = smooth3(sb[1][ty][tx], sb[1][ty][tx + 1], sb[1][ty][tx + 2]);
+                  A gzv = A(0);
+                  if constexpr (RZ == 1)
+                    gzv = smooth3(sb[2][ty][tx], sb[2][ty][tx + 1], sb[2][ty][tx + 2]);
+                  if (corr) {
+                    gxv += a.cval * sobel_border_weight<A>(0, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
+                    gyv += a.cval * sobel_border_weight<A>(1, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
+                    if constexpr (RZ == 1)
+                      gzv += a.cval * sobel_border_weight<A>(2, true, gx, gy, z, g.nx, g.ny, g.nz);
+                  }
+                  res = sqrt_of(gxv * gxv + gyv * gyv + gzv * gzv);
+                } else {
+                  constexpr int axis =
+                      K == stencil_kind::sobel_x ? 0 : K == stencil_kind::sobel_y ? 1 : 2;
+                  if constexpr (axis == 0) {
+                    res = sb[0][ty][tx + 2] - sb[0][ty][tx];
+                  } else {
+                    res = smooth3(sb[0][ty][tx], sb[0][ty][tx + 1], sb[0][ty][tx + 2]);
+                  }
+                  if (corr)
+                    res += a.cval *
+                           sobel_border_weight<A>(axis, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
+                }
+              }
+              out[z * slice + gy * g.nx + gx] = to_voxel<O>(res);
+            }
+          }
+
+          // The prefetched slices replace ones that only this group's stage z read, which every
+          // thread finished before the last stage-y barrier.
+#pragma unroll
+          for (int k = 0; k < G; ++k) {
+            const idx_t z = loaded + k;
+            if (z < nend) {
+              A* dst = ring(z);
+#pragma unroll
+              for (int i = 0; i < st_slots; ++i)
+                if (pos[i] >= 0) dst[pos[i]] = pre[k][i];
+            }
+          }
+          if (nend > loaded) loaded = nend;
+          __syncthreads();
+        }
+      }
+    }
+  }
+}
+
+/// Enqueues the fused stencil on every slab of the op under the ledger.
+template <class T, class O, class A, stencil_kind K>
+void run_stencil3(stream_set& streams, const char* op, const volume<T>& in, volume<O>& out,
+                  int dims, border mode, A pad, A cval) {
+  const extent3 e = in.extent();
+  const T* src = in.data();
+  O* dst = out.data();
+  exec::run_op(streams, op, streams.plan(e.z), {vox::read(in, dims == 3 ? 1 : 0), vox::write(out)},
+               [&](stream_view s, const slab& w) {
+                 stencil_args<A> args{make_march(e, w, st_tx, st_ty), mode, pad, cval};
+                 const dim3u gr = march_grid(args.g);
+                 if (dims == 3) {
+                   stencil3_kernel<T, O, A, K, 1>
+                       <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(src, dst, args);
+                 } else {
+                   stencil3_kernel<T, O, A, K, 0>
+                       <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(src, dst, args);
+                 }
+                 check_launch(op);
+               });
+}
+
+#endif  // VOX_BACKEND_CUDA && __CUDACC__
+
+}  // namespace vox::detail::filt

@@ -1,0 +1,192 @@
+// Median filter of size 3 or 5. 3x3x3 on the CUDA backend is a fused z-marching kernel; the
+// other cases select per voxel (the 3x3 and 3x3x3 windows through the same networks).
+#include <voxstream/ops/filter.hpp>
+
+#include "filter_detail.cuh"
+
+namespace vox {
+namespace {
+using namespace detail::filt;
+
+#if VOX_BACKEND_CUDA
+// A block owns a 32x8 tile and marches z two output slices per step. Each new plane's 3x3
+// windows are sorted once (y-triples sorted in shared memory, then a 36-op merge per thread),
+// and each plane serves three outputs. Two consecutive outputs share the merge of their common
+// planes (ranks 5..14 of 18, 48 ops); each then needs 19 ops against its own third plane.
+inline constexpr int md_slots = (2 * st_halo + st_threads - 1) / st_threads;
+
+template <class T>
+__global__ void __launch_bounds__(st_threads, 2)
+    median3_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
+                   T cval) {
+  __shared__ T sp[2][st_hy][st_hx];         // two raw planes with their xy halo
+  __shared__ T sc[2][3][st_ty][st_hx];      // their sorted y-triples
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int t = ty * st_tx + tx;
+  const idx_t slice = g.nx * g.ny;
+
+  for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
+    for (idx_t by = blockIdx.y; by < g.tiles_y; by += gridDim.y) {
+      for (idx_t bx = blockIdx.x; bx < g.tiles_x; bx += gridDim.x) {
+        const idx_t x0 = bx * st_tx, y0 = by * st_ty;
+        const idx_t zs = g.z0 + ch * g.chunk;
+        const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
+
+        // Per load slot: its place in sp (plane-major), and the in-slice offset of the voxel it
+        // reads (-1: outside the slice in constant mode).
+        idx_t off[md_slots];
+        int dst[md_slots];
+#pragma unroll
+        for (int i = 0; i < md_slots; ++i) {
+          const int q = t + i * st_threads;
+          const int qq = q % st_halo;
+          dst[i] = q < 2 * st_halo ? q : -1;
+          const idx_t mx = map_fast(x0 + qq % st_hx - 1, g.nx, mode);
+          const idx_t my = map_fast(y0 + qq / st_hx - 1, g.ny, mode);
+          off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
+        }
+        // Loads of planes za and zb into registers (issued now, consumed by `sort`), so that
+        // the next planes are in flight while the current ones are merged.
+        auto fetch = [&](idx_t za, idx_t zb, T (&v)[md_slots]) {
+          const idx_t ma = map_fast(za, g.nz, mode), mb = map_fast(zb, g.nz, mode);
+#pragma unroll
+          for (int i = 0; i < md_slots; ++i) {
+            if (dst[i] < 0) continue;
+            const idx_t mz = dst[i] < st_halo ? ma : mb;
+            v[i] = (off[i] < 0 || mz < 0) ? cval : in[mz * slice + off[i]];
+          }
+        };
+        // Stores fetched planes and sorts their y-triples into sc (both barriers inside).
+        auto sort = [&](const T (&v)[md_slots]) {
+#pragma unroll
+          for (int i = 0; i < md_slots; ++i)
+            if (dst[i] >= 0) (&sp[0][0][0])[dst[i]] = v[i];
+          __syncthreads();
+          for (int q = t; q < 2 * st_ty * st_hx; q += st_threads) {
+            const int p = q / (st_ty * st_hx), rem = q % (st_ty * st_hx);
+            const int r = rem / st_hx, c = rem % st_hx;
+            T s3[3];
+            sort3(sp[p][r][c], sp[p][r + 1][c], sp[p][r + 2][c], s3);
+            sc[p][0][r][c] = s3[0];
+            sc[p][1][r][c] = s3[1];
+            sc[p][2][r][c] = s3[2];
+          }
+          __syncthreads();
+        };
+        // The sorted 3x3 window of plane p (0, 1) at this thread's output column. sc stays valid
+        // until the next `sort` passes its first barrier.
+        auto window = [&](int p, T (&w)[9]) {
+          T a[3], b[3], c[3];
+#pragma unroll
+          for (int k = 0; k < 3; ++k) {
+            a[k] = sc[p][k][ty][tx];
+            b[k] = sc[p][k][ty][tx + 1];
+            c[k] = sc[p][k][ty][tx + 2];
+          }
+          merge_3x3(a, b, c, w);
+        };
+
+        const idx_t gx = x0 + tx, gy = y0 + ty;
+        const bool store = gx < g.nx && gy < g.ny;
+        const idx_t col = gy * g.nx + gx;
+        // Sorted planes in registers: below (z - 1), mid (z) and the newest; at most three and
+        // the 10 merged ranks are live at a time.
+        T below[9], mid[9], next[9], m[10], pf[md_slots];
+        fetch(zs - 1, zs, pf);
+        sort(pf);
+        window(0, below);
+        window(1, mid);
+        fetch(zs + 1, zs + 2, pf);
+        for (idx_t z = zs; z < ze; z += 2) {
+          sort(pf);                                  // planes z + 1, z + 2
+          if (z + 2 < ze) fetch(z + 3, z + 4, pf);   // in flight during the merges below
+          window(0, next);                           // plane z + 1
+          merge_9x9_mid(mid, next, m);               // planes z, z + 1: shared by outputs z, z + 1
+          if (store) out[z * slice + col] = kth14(m, below);
+#pragma unroll
+          for (int k = 0; k < 9; ++k) below[k] = next[k];
+          window(1, next);                           // plane z + 2
+          if (store && z + 1 < ze) out[(z + 1) * slice + col] = kth14(m, next);
+#pragma unroll
+          for (int k = 0; k < 9; ++k) mid[k] = next[k];
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void run_median3(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
+                 border mode, T cval) {
+  const extent3 e = in.extent();
+  const T* src = in.data();
+  T* dst = out.data();
+  exec::run_op(streams, op, streams.plan(e.z), {vox::read(in, 1), vox::write(out)},
+               [&](stream_view s, const slab& w) {
+                 const march_geom g = make_march(e, w, st_tx, st_ty);
+                 const dim3u gr = march_grid(g);
+                 median3_kernel<T><<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(
+                     src, dst, g, mode, cval);
+                 detail::check_launch(op);
+               });
+}
+#endif
+
+template <class T, int S, bool D3>
+void run_median_voxels(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
+                       border mode, T cval) {
+  const extent3 e = in.extent();
+  const median_fn<T, S, D3> f{in.data(),
+                              out.data(),
+                              static_cast<idx_t>(e.x),
+                              static_cast<idx_t>(e.y),
+                              static_cast<idx_t>(e.z),
+                              mode,
+                              cval};
+  exec::run_op(streams, op, streams.plan(e.z),
+               {vox::read(in, D3 ? z_halo(S / 2, e) : 0), vox::write(out)},
+               [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
+}
+
+}  // namespace
+
+template <class T>
+void median(stream_set& streams, const volume<T>& in, volume<T>& out, std::size_t size,
+            const filter_options& opts) {
+  const char* op = "median";
+  check_options(op, opts);
+  check_io(op, in, out);
+  VOX_EXPECTS(size == 3 || size == 5, op,
+              "size must be 3 or 5, got " + std::to_string(size));
+  const T cval = to_voxel<T>(opts.cval);
+  const bool d3 = opts.dims == 3;
+#if VOX_BACKEND_CUDA
+  if (size == 3 && d3) {
+    run_median3<T>(streams, op, in, out, opts.mode, cval);
+    return;
+  }
+#endif
+  if (size == 3) {
+    if (d3) {
+      run_median_voxels<T, 3, true>(streams, op, in, out, opts.mode, cval);
+    } else {
+      run_median_voxels<T, 3, false>(streams, op, in, out, opts.mode, cval);
+    }
+  } else if (d3) {
+    run_median_voxels<T, 5, true>(streams, op, in, out, opts.mode, cval);
+  } else {
+    run_median_voxels<T, 5, false>(streams, op, in, out, opts.mode, cval);
+  }
+}
+
+#define VOX_INSTANTIATE(T) \
+  template void median<T>(stream_set&, const volume<T>&, volume<T>&, std::size_t, const filter_options&);
+VOX_INSTANTIATE(std::uint8_t)
+VOX_INSTANTIATE(std::uint16_t)
+VOX_INSTANTIATE(std::int16_t)
+VOX_INSTANTIATE(std::int32_t)
+VOX_INSTANTIATE(float)
+VOX_INSTANTIATE(double)
+#undef VOX_INSTANTIATE
+
+}  // namespace vox

@@ -1,0 +1,689 @@
+// Tests of the filters (uniform, gaussian, sobel, gradient_magnitude, median, grey_erosion,
+// grey_dilation) against a plain double-precision host reference written independently of the
+// library (scipy.ndimage's semantics: 1D passes in the order z, y, x, each seeing cval outside
+// in constant mode and stored in the pass's voxel type), on seeded random volumes, every border
+// mode, 2D and 3D, every voxel type, and stream sets of 1, 3 and 32 streams with both mappings.
+// The scipy fixtures are checked in test_filter_scipy.cu.
+//
+// Tolerances (reference in double; `scale` = max |input| and |cval|):
+//   uniform: integer voxels exact (scipy truncates each pass; so do we, exactly); float
+//     1e-5 * scale, double 1e-12 * scale.
+//   grey_erosion, grey_dilation, median: exact for every type.
+//   gaussian (float output; double for double input): 1e-5 * scale, double 1e-12 * scale.
+//   sobel, gradient_magnitude: as gaussian, times 32 (the sum of |weights| of the 3x3x3 stencil).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <voxstream/ops/elementwise.hpp>
+#include <voxstream/ops/filter.hpp>
+#include <voxstream/voxstream.hpp>
+
+namespace {
+
+using vox::border;
+using vox::extent3;
+using idx = std::ptrdiff_t;
+
+using filter_voxel_types =
+    ::testing::Types<std::uint8_t, std::uint16_t, std::int16_t, std::int32_t, float, double>;
+
+const border all_modes[] = {border::reflect, border::nearest, border::constant, border::wrap};
+
+struct stream_config {
+  std::size_t streams;
+  vox::slice_mapping mapping;
+};
+const stream_config all_configs[] = {{1, vox::slice_mapping::contiguous},
+                                     {3, vox::slice_mapping::contiguous},
+                                     {32, vox::slice_mapping::contiguous},
+                                     {3, vox::slice_mapping::round_robin},
+                                     {32, vox::slice_mapping::round_robin}};
+
+vox::stream_set make_set(const stream_config& c) {
+  vox::stream_set_options o;
+  o.mapping = c.mapping;
+  o.staging_buffers = 2;
+  o.staging_bytes = 1u << 20;
+  return vox::stream_set(c.streams, o);
+}
+
+std::string describe(const stream_config& c) {
+  return std::to_string(c.streams) + " streams, " +
+         (c.mapping == vox::slice_mapping::contiguous ? "contiguous" : "round_robin");
+}
+
+std::string describe(const vox::filter_options& o) {
+  return std::string("mode ") + vox::border_name(o.mode) + ", cval " + std::to_string(o.cval) +
+         ", dims " + std::to_string(o.dims) + ", truncate " + std::to_string(o.truncate);
+}
+
+template <class T>
+std::vector<T> random_voxels(const extent3& e, std::uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(e.voxels());
+  if constexpr (std::is_floating_point_v<T>) {
+    std::uniform_real_distribution<double> d(-100.0, 100.0);
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  } else {
+    using L = std::numeric_limits<T>;
+    const std::int64_t lo = std::is_same_v<T, std::int32_t> ? -(std::int64_t{1} << 30) : L::min();
+    const std::int64_t hi = std::is_same_v<T, std::int32_t> ? (std::int64_t{1} << 30) : L::max();
+    std::uniform_int_distribution<std::int64_t> d(lo, hi);
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  }
+  return v;
+}
+
+/// Written into outputs before an op, so that a voxel the op misses is caught.
+template <class T>
+T poison() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::numeric_limits<T>::quiet_NaN();
+  } else {
+    return static_cast<T>(std::numeric_limits<T>::max() - 3);
+  }
+}
+
+template <class T>
+vox::volume<T> make_volume(vox::stream_set& s, const extent3& e, const std::vector<T>& h) {
+  vox::volume<T> v(s, e);
+  vox::upload(s, h.data(), h.size(), v);
+  return v;
+}
+
+template <class T>
+vox::volume<T> poisoned(vox::stream_set& s, const extent3& e) {
+  vox::volume<T> v(s, e);
+  vox::fill(s, v, poison<T>());
+  return v;
+}
+
+template <class T>
+std::vector<T> fetch(vox::stream_set& s, const vox::volume<T>& v) {
+  std::vector<T> h(v.size());
+  vox::download(s, v, h.data(), h.size());
+  return h;
+}
+
+std::string at(const extent3& e, std::size_t i) {
+  const std::size_t x = i % e.x, y = (i / e.x) % e.y, z = i / e.slice_voxels();
+  return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
+}
+
+/// |got - want| <= tol (exact when tol is 0; NaN never passes); reports the first differences.
+template <class T>
+void expect_close(const std::vector<T>& got, const std::vector<double>& want, double tol,
+                  const extent3& e) {
+  ASSERT_EQ(got.size(), want.size());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (!(d <= tol) && ++bad <= 5)
+      ADD_FAILURE() << "voxel " << at(e, i) << " of " << e.str() << ": got " << +got[i]
+                    << ", want " << want[i] << " (tolerance " << tol << ")";
+  }
+  EXPECT_EQ(bad, 0u) << "of " << got.size() << " voxels";
+}
+
+template <class T>
+double scale_of(const std::vector<T>& v, double cval) {
+  double m = std::fabs(cval);
+  for (const T& x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
+  return std::max(m, 1.0);
+}
+
+// ---- reference -------------------------------------------------------------------------------
+
+/// scipy's border extension, written out case by case (independent of vox::map_border).
+idx ref_map(idx i, idx n, border m) {
+  if (i >= 0 && i < n) return i;
+  switch (m) {
+    case border::nearest:
+      return i < 0 ? 0 : n - 1;
+    case border::constant:
+      return -1;
+    case border::wrap:
+      return ((i % n) + n) % n;
+    default:
+      while (i < 0 || i >= n) i = i < 0 ? -i - 1 : 2 * n - 1 - i;
+      return i;
+  }
+}
+
+/// A value stored in voxel type T, as scipy's C cast stores it (truncation for integers).
+template <class T>
+double quant(double v) {
+  if constexpr (std::is_integral_v<T>) {
+    const double t = std::trunc(v);
+    return std::clamp(t, double(std::numeric_limits<T>::lowest()), double(std::numeric_limits<T>::max()));
+  } else {
+    return static_cast<double>(static_cast<T>(v));
+  }
+}
+
+template <class T>
+std::vector<double> to_double(const std::vector<T>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+using tap_fn = std::function<double(const std::vector<double>&)>;
+
+/// One 1D pass along `axis` (0 = x) of radius r: out = f(taps), taps outside read cval in
+/// constant mode, the result stored through `store`.
+std::vector<double> ref_pass(const std::vector<double>& in, const extent3& e, int axis, idx r,
+                             border m, double cval, const tap_fn& f,
+                             const std::function<double(double)>& store) {
+  std::vector<double> out(in.size());
+  const idx n[3] = {idx(e.x), idx(e.y), idx(e.z)};
+  std::vector<double> taps(static_cast<std::size_t>(2 * r + 1));
+  for (idx z = 0; z < n[2]; ++z) {
+    for (idx y = 0; y < n[1]; ++y) {
+      for (idx x = 0; x < n[0]; ++x) {
+        idx p[3] = {x, y, z};
+        for (idx o = -r; o <= r; ++o) {
+          idx q[3] = {x, y, z};
+          q[axis] = ref_map(p[axis] + o, n[axis], m);
+          taps[static_cast<std::size_t>(o + r)] =
+              q[axis] < 0 ? cval : in[static_cast<std::size_t>((q[2] * n[1] + q[1]) * n[0] + q[0])];
+        }
+        out[static_cast<std::size_t>((z * n[1] + y) * n[0] + x)] = store(f(taps));
+      }
+    }
+  }
+  return out;
+}
+
+double tap_mean(const std::vector<double>& t) {
+  double s = 0;
+  for (double v : t) s += v;
+  return s / double(t.size());
+}
+double tap_min(const std::vector<double>& t) { return *std::min_element(t.begin(), t.end()); }
+double tap_max(const std::vector<double>& t) { return *std::max_element(t.begin(), t.end()); }
+double identity(double v) { return v; }
+
+/// scipy's separable box filters: passes along z, y, x (y, x per slice), each stored as T.
+template <class T>
+std::vector<double> ref_box(const std::vector<double>& in, const extent3& e, vox::filter_size s,
+                            const vox::filter_options& o, const tap_fn& f, double cval) {
+  const std::size_t sz[3] = {s.x, s.y, s.z};
+  std::vector<double> v = in;
+  for (int a = o.dims - 1; a >= 0; --a)
+    v = ref_pass(v, e, a, idx(sz[a] / 2), o.mode, cval, f, quant<T>);
+  return v;
+}
+
+template <class T>
+std::vector<double> ref_uniform(const std::vector<double>& in, const extent3& e,
+                                vox::filter_size s, const vox::filter_options& o) {
+  return ref_box<T>(in, e, s, o, tap_mean, o.cval);
+}
+template <class T>
+std::vector<double> ref_minmax(const std::vector<double>& in, const extent3& e,
+                               vox::filter_size s, const vox::filter_options& o, bool is_min) {
+  return ref_box<T>(in, e, s, o, is_min ? tap_fn(tap_min) : tap_fn(tap_max), quant<T>(o.cval));
+}
+
+std::vector<double> ref_gaussian(const std::vector<double>& in, const extent3& e,
+                                 vox::sigma3 sigma, const vox::filter_options& o) {
+  const double sg[3] = {sigma.x, sigma.y, sigma.z};
+  std::vector<double> v = in;
+  for (int a = o.dims - 1; a >= 0; --a) {
+    const idx r = idx(o.truncate * sg[a] + 0.5);
+    std::vector<double> w(static_cast<std::size_t>(2 * r + 1));
+    double sum = 0;
+    for (idx i = -r; i <= r; ++i) sum += (w[std::size_t(i + r)] = std::exp(-0.5 * double(i * i) / (sg[a] * sg[a])));
+    for (auto& x : w) x /= sum;
+    v = ref_pass(
+        v, e, a, r, o.mode, o.cval,
+        [w](const std::vector<double>& t) {
+          double s = 0;
+          for (std::size_t k = 0; k < t.size(); ++k) s += w[k] * t[k];
+          return s;
+        },
+        identity);
+  }
+  return v;
+}
+
+/// scipy.ndimage.sobel: [-1, 0, 1] along `axis`, then [1, 2, 1] along the others (z, y, x).
+std::vector<double> ref_sobel(const std::vector<double>& in, const extent3& e, int axis,
+                              const vox::filter_options& o) {
+  const tap_fn deriv = [](const std::vector<double>& t) { return t[2] - t[0]; };
+  const tap_fn smooth = [](const std::vector<double>& t) { return t[0] + 2 * t[1] + t[2]; };
+  std::vector<double> v = ref_pass(in, e, axis, 1, o.mode, o.cval, deriv, identity);
+  for (int a = o.dims - 1; a >= 0; --a)
+    if (a != axis) v = ref_pass(v, e, a, 1, o.mode, o.cval, smooth, identity);
+  return v;
+}
+
+std::vector<double> ref_gradmag(const std::vector<double>& in, const extent3& e,
+                                const vox::filter_options& o) {
+  std::vector<double> m(in.size(), 0.0);
+  for (int a = 0; a < o.dims; ++a) {
+    const std::vector<double> g = ref_sobel(in, e, a, o);
+    for (std::size_t i = 0; i < m.size(); ++i) m[i] += g[i] * g[i];
+  }
+  for (auto& x : m) x = std::sqrt(x);
+  return m;
+}
+
+template <class T>
+std::vector<double> ref_median(const std::vector<double>& in, const extent3& e, std::size_t size,
+                               const vox::filter_options& o) {
+  const idx r = idx(size / 2), rz = o.dims == 3 ? r : 0;
+  const double cval = quant<T>(o.cval);
+  const idx n[3] = {idx(e.x), idx(e.y), idx(e.z)};
+  std::vector<double> out(in.size()), w;
+  for (idx z = 0; z < n[2]; ++z) {
+    for (idx y = 0; y < n[1]; ++y) {
+      for (idx x = 0; x < n[0]; ++x) {
+        w.clear();
+        for (idx dz = -rz; dz <= rz; ++dz) {
+          for (idx dy = -r; dy <= r; ++dy) {
+            for (idx dx = -r; dx <= r; ++dx) {
+              const idx mx = ref_map(x + dx, n[0], o.mode), my = ref_map(y + dy, n[1], o.mode),
+                        mz = ref_map(z + dz, n[2], o.mode);
+              w.push_back(mx < 0 || my < 0 || mz < 0
+                              ? cval
+                              : in[static_cast<std::size_t>((mz * n[1] + my) * n[0] + mx)]);
+            }
+          }
+        }
+        std::nth_element(w.begin(), w.begin() + long(w.size() / 2), w.end());
+        out[static_cast<std::size_t>((z * n[1] + y) * n[0] + x)] = w[w.size() / 2];
+      }
+    }
+  }
+  return out;
+}
+
+// ---- checks of one op on one volume ----------------------------------------------------------
+
+template <class T>
+double real_tol(double scale) {
+  return std::is_same_v<T, double> ? 1e-12 * scale : 1e-5 * scale;
+}
+
+enum class box_op { uniform, erosion, dilation };
+
+template <class T>
+void check_box(box_op op, const extent3& e, vox::filter_size s, const vox::filter_options& o,
+               const stream_config& c, std::uint32_t seed) {
+  SCOPED_TRACE(describe(o) + ", size " + std::to_string(s.x) + "x" + std::to_string(s.y) + "x" +
+               std::to_string(s.z) + ", " + e.str() + ", " + describe(c));
+  vox::stream_set set = make_set(c);
+  const std::vector<T> h = random_voxels<T>(e, seed);
+  const vox::volume<T> in = make_volume(set, e, h);
+  vox::volume<T> out = poisoned<T>(set, e);
+  std::vector<double> want;
+  double tol = 0;
+  if (op == box_op::uniform) {
+    vox::uniform(set, in, out, s, o);
+    want = ref_uniform<T>(to_double(h), e, s, o);
+    if constexpr (std::is_floating_point_v<T>) tol = real_tol<T>(scale_of(h, o.cval));
+  } else if (op == box_op::erosion) {
+    vox::grey_erosion(set, in, out, s, o);
+    want = ref_minmax<T>(to_double(h), e, s, o, true);
+  } else {
+    vox::grey_dilation(set, in, out, s, o);
+    want = ref_minmax<T>(to_double(h), e, s, o, false);
+  }
+  expect_close(fetch(set, out), want, tol, e);
+}
+
+template <class T>
+void check_gaussian(const extent3& e, vox::sigma3 sigma, const vox::filter_options& o,
+                    const stream_config& c, std::uint32_t seed) {
+  SCOPED_TRACE(describe(o) + ", sigma " + std::to_string(sigma.x) + ", " + std::to_string(sigma.y) +
+               ", " + std::to_string(sigma.z) + ", " + e.str() + ", " + describe(c));
+  using F = vox::filter_real_t<T>;
+  vox::stream_set set = make_set(c);
+  const std::vector<T> h = random_voxels<T>(e, seed);
+  const vox::volume<T> in = make_volume(set, e, h);
+  vox::volume<F> out = poisoned<F>(set, e);
+  vox::gaussian(set, in, out, sigma, o);
+  expect_close(fetch(set, out), ref_gaussian(to_double(h), e, sigma, o),
+               real_tol<F>(scale_of(h, o.cval)), e);
+}
+
+/// which: 0, 1, 2 = sobel along x, y, z; 3 = gradient magnitude.
+template <class T>
+void check_sobel(const extent3& e, int which, const vox::filter_options& o,
+                 const stream_config& c, std::uint32_t seed) {
+  SCOPED_TRACE(describe(o) + (which == 3 ? ", gradient magnitude" : ", sobel axis " + std::to_string(which)) +
+               ", " + e.str() + ", " + describe(c));
+  using F = vox::filter_real_t<T>;
+  vox::stream_set set = make_set(c);
+  const std::vector<T> h = random_voxels<T>(e, seed);
+  const vox::volume<T> in = make_volume(set, e, h);
+  vox::volume<F> out = poisoned<F>(set, e);
+  std::vector<double> want;
+  if (which == 3) {
+    vox::gradient_magnitude(set, in, out, o);
+    want = ref_gradmag(to_double(h), e, o);
+  } else {
+    vox::sobel(set, in, out, static_cast<vox::filter_axis>(which), o);
+    want = ref_sobel(to_double(h), e, which, o);
+  }
+  expect_close(fetch(set, out), want, 32 * real_tol<F>(scale_of(h, o.cval)), e);
+}
+
+template <class T>
+void check_median(const extent3& e, std::size_t size, const vox::filter_options& o,
+                  const stream_config& c, std::uint32_t seed) {
+  SCOPED_TRACE(describe(o) + ", median " + std::to_string(size) + ", " + e.str() + ", " +
+               describe(c));
+  vox::stream_set set = make_set(c);
+  const std::vector<T> h = random_voxels<T>(e, seed);
+  const vox::volume<T> in = make_volume(set, e, h);
+  vox::volume<T> out = poisoned<T>(set, e);
+  vox::median(set, in, out, size, o);
+  expect_close(fetch(set, out), ref_median<T>(to_double(h), e, size, o), 0.0, e);
+}
+
+vox::filter_options opts(border m, int dims, double cval = 0.0, double truncate = 4.0) {
+  vox::filter_options o;
+  o.mode = m;
+  o.cval = m == border::constant ? cval : 0.0;
+  o.truncate = truncate;
+  o.dims = dims;
+  return o;
+}
+
+const stream_config three{3, vox::slice_mapping::contiguous};
+const extent3 odd_ext{37, 53, 29};
+const extent3 small_ext{13, 11, 9};
+
+// ---- typed tests: every voxel type, every mode, 2D and 3D ------------------------------------
+
+template <class T>
+class FilterTyped : public ::testing::Test {};
+TYPED_TEST_SUITE(FilterTyped, filter_voxel_types);
+
+TYPED_TEST(FilterTyped, UniformMatchesReference) {
+  using T = TypeParam;
+  for (border m : all_modes) {
+    for (int dims : {2, 3}) {
+      check_box<T>(box_op::uniform, small_ext, 3, opts(m, dims, 2.5), three, 11);
+      check_box<T>(box_op::uniform, small_ext, {5, 3, 7}, opts(m, dims, -1.5), three, 12);
+    }
+  }
+  check_box<T>(box_op::uniform, odd_ext, 3, opts(border::reflect, 3), three, 13);
+  check_box<T>(box_op::uniform, odd_ext, {3, 5, 1}, opts(border::constant, 3, 7.0), three, 14);
+}
+
+TYPED_TEST(FilterTyped, ErosionDilationMatchReference) {
+  using T = TypeParam;
+  for (border m : all_modes) {
+    for (int dims : {2, 3}) {
+      check_box<T>(box_op::erosion, small_ext, 3, opts(m, dims, 3.0), three, 21);
+      check_box<T>(box_op::dilation, small_ext, 3, opts(m, dims, 3.0), three, 22);
+      check_box<T>(box_op::erosion, small_ext, {1, 5, 3}, opts(m, dims, -2.0), three, 23);
+      check_box<T>(box_op::dilation, small_ext, {7, 3, 5}, opts(m, dims, 200.7), three, 24);
+    }
+  }
+  check_box<T>(box_op::erosion, odd_ext, 3, opts(border::reflect, 3), three, 25);
+  check_box<T>(box_op::dilation, odd_ext, 5, opts(border::wrap, 3), three, 26);
+}
+
+TYPED_TEST(FilterTyped, GaussianMatchesReference) {
+  using T = TypeParam;
+  for (border m : all_modes) {
+    for (int dims : {2, 3}) {
+      check_gaussian<T>(small_ext, {1.0, 1.5, 2.0}, opts(m, dims, 0.5), three, 31);
+      check_gaussian<T>(small_ext, {0.6, 3.3, 5.0}, opts(m, dims, -3.0, 2.5), three, 32);
+    }
+  }
+  check_gaussian<T>(odd_ext, 2.0, opts(border::reflect, 3), three, 33);
+  check_gaussian<T>(odd_ext, {3.9, 2.0, 1.2}, opts(border::nearest, 3), three, 34);
+  check_gaussian<T>(odd_ext, {1.0, 1.0, 9.0}, opts(border::constant, 3, 1.0), three, 35);
+}
+
+TYPED_TEST(FilterTyped, SobelAndGradientMagnitudeMatchReference) {
+  using T = TypeParam;
+  for (border m : all_modes) {
+    for (int which = 0; which < 4; ++which) {
+      check_sobel<T>(small_ext, which, opts(m, 3, 1.5), three, 41);
+      if (which != 2) check_sobel<T>(small_ext, which, opts(m, 2, -0.5), three, 42);
+    }
+  }
+  check_sobel<T>(odd_ext, 2, opts(border::reflect, 3), three, 43);
+  check_sobel<T>(odd_ext, 3, opts(border::constant, 3, 2.0), three, 44);
+}
+
+TYPED_TEST(FilterTyped, MedianMatchesReference) {
+  using T = TypeParam;
+  for (border m : all_modes) {
+    for (int dims : {2, 3}) {
+      check_median<T>(small_ext, 3, opts(m, dims, 4.0), three, 51);
+      check_median<T>(small_ext, 5, opts(m, dims, 4.0), three, 52);
+    }
+  }
+  check_median<T>(odd_ext, 3, opts(border::reflect, 3), three, 53);
+  check_median<T>(odd_ext, 5, opts(border::nearest, 3), three, 54);
+}
+
+// ---- halos across slabs and streams ----------------------------------------------------------
+
+TEST(FilterStreams, EveryOpAcrossStreamSetsAndMappings) {
+  // 37 slices over 32 streams: slabs of one or two slices, so every z-halo crosses streams.
+  const extent3 e{19, 23, 37};
+  for (const stream_config& c : all_configs) {
+    check_box<float>(box_op::uniform, e, 3, opts(border::reflect, 3), c, 61);
+    check_box<std::uint16_t>(box_op::uniform, e, {3, 3, 5}, opts(border::constant, 3, 9.0), c, 62);
+    check_box<float>(box_op::erosion, e, 3, opts(border::wrap, 3), c, 63);
+    check_box<std::int16_t>(box_op::dilation, e, {3, 1, 7}, opts(border::nearest, 3), c, 64);
+    check_gaussian<float>(e, {1.0, 1.5, 2.0}, opts(border::reflect, 3), c, 65);
+    check_gaussian<std::uint16_t>(e, 3.0, opts(border::constant, 3, 5.0), c, 66);
+    check_sobel<float>(e, 2, opts(border::reflect, 3), c, 67);
+    check_sobel<std::uint8_t>(e, 3, opts(border::constant, 3, 3.0), c, 68);
+    check_median<float>(e, 3, opts(border::reflect, 3), c, 69);
+    check_median<std::uint16_t>(e, 5, opts(border::wrap, 3), c, 70);
+    check_median<float>(e, 3, opts(border::constant, 2, 0.25), c, 71);
+  }
+}
+
+TEST(FilterStreams, StencilWaitsOnlyOnNeighbouringSlabs) {
+  // Contiguous slabs written per stream: a 3D single-pass stencil makes each stream wait on the
+  // streams of the slabs next to it (2 (n - 1) waits); a per-slice filter needs no wait at all.
+  const extent3 e{16, 8, 20};
+  const std::size_t n = 4;
+  vox::stream_set set(n);
+  const std::vector<float> h = random_voxels<float>(e, 81);
+  const vox::volume<float> in = make_volume(set, e, h);
+  vox::volume<float> out = poisoned<float>(set, e);
+  vox::volume<float> out2 = poisoned<float>(set, e);
+  set.reset_counters();
+  vox::sobel(set, in, out, vox::filter_axis::z);
+  EXPECT_EQ(set.waits_inserted(), 2 * (n - 1));
+  set.reset_counters();
+  vox::median(set, in, out2, 3, opts(border::reflect, 2));
+  EXPECT_EQ(set.waits_inserted(), 0u);
+  vox::filter_options o2 = opts(border::reflect, 2);
+  set.reset_counters();
+  vox::gradient_magnitude(set, in, out2, o2);  // out2 was last read by nobody: no wait either
+  EXPECT_EQ(set.waits_inserted(), 0u);
+  expect_close(fetch(set, out), ref_sobel(to_double(h), e, 2, opts(border::reflect, 3)),
+               32e-5 * scale_of(h, 0.0), e);
+}
+
+// ---- shapes at the edges: one slice, one voxel, windows larger than the volume ---------------
+
+TEST(FilterEdges, TinyVolumesInEveryMode) {
+  const extent3 shapes[] = {{1, 1, 1}, {37, 53, 1}, {1, 7, 3}, {2, 1, 5}, {4, 3, 2}, {5, 2, 1}};
+  for (const extent3& e : shapes) {
+    for (border m : all_modes) {
+      for (int dims : {2, 3}) {
+        const vox::filter_options o = opts(m, dims, 1.25);
+        check_box<float>(box_op::uniform, e, {5, 7, 9}, o, three, 91);
+        check_box<std::uint16_t>(box_op::uniform, e, 3, o, three, 92);
+        check_box<std::int32_t>(box_op::erosion, e, 3, o, three, 93);
+        check_box<std::uint8_t>(box_op::dilation, e, {9, 3, 5}, o, three, 94);
+        check_gaussian<float>(e, {2.0, 3.0, 4.0}, o, three, 95);
+        check_gaussian<double>(e, 1.0, o, three, 96);
+        check_sobel<float>(e, dims == 3 ? 2 : 1, o, three, 97);
+        check_sobel<std::int16_t>(e, 3, o, three, 98);
+        check_median<float>(e, 3, o, three, 99);
+        check_median<std::uint8_t>(e, 5, o, three, 100);
+      }
+    }
+  }
+}
+
+TEST(FilterEdges, SizeOneAndZeroRadiusAreIdentities) {
+  vox::stream_set set(2);
+  const extent3 e{9, 8, 7};
+  const std::vector<std::int16_t> h = random_voxels<std::int16_t>(e, 111);
+  const vox::volume<std::int16_t> in = make_volume(set, e, h);
+  vox::volume<std::int16_t> out = poisoned<std::int16_t>(set, e);
+  vox::uniform(set, in, out, 1);
+  EXPECT_EQ(fetch(set, out), h);
+  vox::grey_dilation(set, in, out, {1, 1, 1});
+  EXPECT_EQ(fetch(set, out), h);
+  vox::volume<float> g = poisoned<float>(set, e);
+  vox::filter_options o;
+  o.truncate = 0.0;  // radius 0: weights {1}
+  vox::gaussian(set, in, g, 3.0, o);
+  expect_close(fetch(set, g), to_double(h), 0.0, e);
+}
+
+// ---- scratch volumes -------------------------------------------------------------------------
+
+TEST(FilterScratch, CallerScratchGivesTheSameResultAndIsReusable) {
+  vox::stream_set set(3);
+  const extent3 e{21, 17, 13};
+  const std::vector<float> h = random_voxels<float>(e, 121);
+  const vox::volume<float> in = make_volume(set, e, h);
+  vox::volume<float> a = poisoned<float>(set, e), b = poisoned<float>(set, e);
+  vox::volume<float> scratch(set, e);
+  for (int round = 0; round < 2; ++round) {
+    vox::uniform(set, in, a, {5, 3, 7});
+    vox::uniform(set, in, b, scratch, {5, 3, 7});
+    EXPECT_EQ(fetch(set, a), fetch(set, b));
+    vox::gaussian(set, in, a, {1.0, 2.0, 3.0});
+    vox::gaussian(set, in, b, scratch, {1.0, 2.0, 3.0});
+    EXPECT_EQ(fetch(set, a), fetch(set, b));
+    vox::grey_erosion(set, in, a, 5);
+    vox::grey_erosion(set, in, b, scratch, 5);
+    EXPECT_EQ(fetch(set, a), fetch(set, b));
+    vox::grey_dilation(set, in, a, {3, 5, 3});
+    vox::grey_dilation(set, in, b, scratch, {3, 5, 3});
+    EXPECT_EQ(fetch(set, a), fetch(set, b));
+  }
+}
+
+// ---- bad input -------------------------------------------------------------------------------
+
+TEST(FilterBadInput, ThrowsBeforeEnqueuingAndLeavesOutputUntouched) {
+  vox::stream_set set(2);
+  const extent3 e{8, 6, 5};
+  vox::volume<float> in = make_volume(set, e, random_voxels<float>(e, 131));
+  const vox::volume<std::uint16_t> in16 = make_volume(set, e, random_voxels<std::uint16_t>(e, 132));
+  vox::volume<float> out = poisoned<float>(set, e);
+  vox::volume<std::uint16_t> out16 = poisoned<std::uint16_t>(set, e);
+  vox::volume<float> other(set, extent3{8, 6, 4});
+  vox::volume<float> scratch(set, e);
+  vox::volume<float> empty;
+  const std::vector<float> before = fetch(set, out);
+  const std::vector<std::uint16_t> before16 = fetch(set, out16);
+
+  vox::filter_options dims4;
+  dims4.dims = 4;
+  vox::filter_options bad_border;
+  bad_border.mode = static_cast<border>(9);
+  vox::filter_options neg_truncate;
+  neg_truncate.truncate = -1.0;
+  vox::filter_options nan_truncate;
+  nan_truncate.truncate = std::nan("");
+  const vox::filter_options two_d = opts(border::reflect, 2);
+
+  const std::vector<std::pair<std::string, std::function<void()>>> cases = {
+      {"uniform: extents differ", [&] { vox::uniform(set, in, other, 3); }},
+      {"uniform: empty input", [&] { vox::uniform(set, empty, out, 3); }},
+      {"uniform: empty output", [&] { vox::uniform(set, in, empty, 3); }},
+      {"uniform: even size", [&] { vox::uniform(set, in, out, {3, 4, 3}); }},
+      {"uniform: size 0", [&] { vox::uniform(set, in, out, 0); }},
+      {"uniform: even z size", [&] { vox::uniform(set, in, out, {3, 3, 2}); }},
+      {"uniform: size over the limit", [&] { vox::uniform(set, in, out, 131075); }},
+      {"uniform: dims 4", [&] { vox::uniform(set, in, out, 3, dims4); }},
+      {"uniform: unknown border", [&] { vox::uniform(set, in, out, 3, bad_border); }},
+      {"uniform: in place", [&] { vox::uniform(set, out, out, 3); }},
+      {"uniform: scratch extent", [&] { vox::uniform(set, in, out, other, 5); }},
+      {"uniform: scratch is out", [&] { vox::uniform(set, in, out, out, 5); }},
+      {"uniform: empty scratch", [&] { vox::uniform(set, in, out, empty, 5); }},
+      {"grey_erosion: even size", [&] { vox::grey_erosion(set, in, out, 2); }},
+      {"grey_erosion: extents differ", [&] { vox::grey_erosion(set, in, other, 3); }},
+      {"grey_dilation: even size", [&] { vox::grey_dilation(set, in, out, {5, 5, 6}); }},
+      {"grey_dilation: in place", [&] { vox::grey_dilation(set, out, out, 3); }},
+      {"gaussian: sigma 0", [&] { vox::gaussian(set, in, out, {1.0, 0.0, 1.0}); }},
+      {"gaussian: negative sigma", [&] { vox::gaussian(set, in, out, -2.0); }},
+      {"gaussian: NaN sigma", [&] { vox::gaussian(set, in, out, {1.0, 1.0, std::nan("")}); }},
+      {"gaussian: infinite sigma", [&] { vox::gaussian(set, in, out, HUGE_VAL); }},
+      {"gaussian: negative truncate", [&] { vox::gaussian(set, in, out, 1.0, neg_truncate); }},
+      {"gaussian: NaN truncate", [&] { vox::gaussian(set, in, out, 1.0, nan_truncate); }},
+      {"gaussian: radius over the limit", [&] { vox::gaussian(set, in, out, 1e6); }},
+      {"gaussian: extents differ", [&] { vox::gaussian(set, in, other, 1.0); }},
+      {"gaussian: in place", [&] { vox::gaussian(set, out, out, 1.0); }},
+      {"gaussian: scratch is in", [&] { vox::gaussian(set, in, out, in, 1.0); }},
+      {"gaussian: sigma 0 per slice", [&] { vox::gaussian(set, in, out, {0.0, 1.0, 1.0}, two_d); }},
+      {"sobel: axis z per slice", [&] { vox::sobel(set, in, out, vox::filter_axis::z, two_d); }},
+      {"sobel: unknown axis", [&] { vox::sobel(set, in, out, static_cast<vox::filter_axis>(3)); }},
+      {"sobel: extents differ", [&] { vox::sobel(set, in, other, vox::filter_axis::x); }},
+      {"gradient_magnitude: in place", [&] { vox::gradient_magnitude(set, out, out); }},
+      {"gradient_magnitude: dims 4", [&] { vox::gradient_magnitude(set, in, out, dims4); }},
+      {"median: size 4", [&] { vox::median(set, in, out, 4); }},
+      {"median: size 7", [&] { vox::median(set, in, out, 7); }},
+      {"median: size 1", [&] { vox::median(set, in, out, 1); }},
+      {"median: extents differ", [&] { vox::median(set, in, other, 3); }},
+      {"uniform u16: even size", [&] { vox::uniform(set, in16, out16, 4); }},
+      {"median u16: in place", [&] { vox::median(set, out16, out16, 3); }},
+      {"gaussian u16: sigma 0", [&] { vox::gaussian(set, in16, out, 0.0); }},
+  };
+  (void)scratch;
+  for (const auto& [name, call] : cases) {
+    SCOPED_TRACE(name);
+    set.reset_counters();
+    EXPECT_THROW(call(), vox::invalid_argument);
+    EXPECT_EQ(set.events_recorded(), 0u) << "work was enqueued before the error";
+    EXPECT_EQ(set.waits_inserted(), 0u);
+  }
+  const std::vector<float> after = fetch(set, out);
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(std::isnan(after[i])) << at(e, i);
+  EXPECT_EQ(fetch(set, out16), before16);
+}
+
+TEST(FilterBadInput, MessagesNameTheOpAndTheProblem) {
+  vox::stream_set set(1);
+  const extent3 e{4, 4, 4};
+  const vox::volume<float> in(set, e);
+  vox::volume<float> out(set, e);
+  try {
+    vox::uniform(set, in, out, {3, 4, 3});
+    FAIL() << "no exception";
+  } catch (const vox::invalid_argument& ex) {
+    const std::string m = ex.what();
+    EXPECT_NE(m.find("uniform"), std::string::npos) << m;
+    EXPECT_NE(m.find("odd"), std::string::npos) << m;
+  }
+  try {
+    vox::gaussian(set, in, out, {1.0, 1.0, 0.0});
+    FAIL() << "no exception";
+  } catch (const vox::invalid_argument& ex) {
+    const std::string m = ex.what();
+    EXPECT_NE(m.find("gaussian"), std::string::npos) << m;
+    EXPECT_NE(m.find("sigma along z"), std::string::npos) << m;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,429 @@
+// Tests of the whole-volume and per-slice reductions (ops/reduce.hpp) against a double (or long
+// double) host reference, on both backends.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <voxstream/core/error.hpp>
+#include <voxstream/exec/stream_set.hpp>
+#include <voxstream/io/transfer.hpp>
+#include <voxstream/ops/elementwise.hpp>
+#include <voxstream/ops/reduce.hpp>
+#include <voxstream/volume.hpp>
+
+namespace reduce_test {
+
+using vox::extent3;
+
+const extent3 odd{37, 53, 29};
+
+template <class T>
+std::vector<T> random_values(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(n);
+  if constexpr (std::is_floating_point<T>::value) {
+    std::uniform_real_distribution<double> d(-100.0, 150.0);
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  } else {
+    std::uniform_int_distribution<long long> d(std::numeric_limits<T>::lowest(),
+                                               std::numeric_limits<T>::max());
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  }
+  return v;
+}
+
+template <class T>
+vox::volume<T> make_volume(vox::stream_set& s, extent3 e, const std::vector<T>& h) {
+  vox::volume<T> v(s, e);
+  vox::upload(s, h.data(), h.size(), v);
+  return v;
+}
+
+template <class T>
+std::vector<T> fetch(vox::stream_set& s, const vox::volume<T>& v) {
+  std::vector<T> h(v.size());
+  vox::download(s, v, h.data(), h.size());
+  return h;
+}
+
+/// Double-precision (long double sums) reference of every whole-volume reduction.
+template <class T>
+struct reference {
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  std::size_t argmin = 0, argmax = 0;
+  long double sum = 0;
+  double abs_sum = 0;  // sum of |x|: the scale of a sum's rounding error
+  long double m2 = 0;
+  double mean = 0;
+  std::size_t n = 0;
+
+  explicit reference(const std::vector<T>& h) : n(h.size()) {
+    bool found = false;
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      const double d = static_cast<double>(h[i]);
+      sum += d;
+      abs_sum += std::fabs(d);
+      if (std::isnan(d)) continue;
+      if (!found || d < min) {
+        min = d;
+        argmin = i;
+      }
+      if (!found || d > max) {
+        max = d;
+        argmax = i;
+      }
+      found = true;
+    }
+    mean = static_cast<double>(sum / static_cast<long double>(n));
+    for (T v : h) {
+      const long double d = static_cast<long double>(v) - sum / static_cast<long double>(n);
+      m2 += d * d;
+    }
+  }
+  double var(std::size_t ddof) const {
+    return static_cast<double>(m2 / static_cast<long double>(n - ddof));
+  }
+};
+
+/// Tolerance of a double-accumulated sum (the float path sums groups of 4 in float first).
+template <class T>
+double sum_tolerance(double abs_sum) {
+  return (std::is_same<T, float>::value ? 3e-7 : 1e-12) * abs_sum + 1e-12;
+}
+
+template <class T>
+void expect_position(const vox::extremum<T>& e, std::size_t index, extent3 ext) {
+  EXPECT_EQ(e.index, index);
+  EXPECT_EQ(e.x, index % ext.x);
+  EXPECT_EQ(e.y, (index / ext.x) % ext.y);
+  EXPECT_EQ(e.z, index / (ext.x * ext.y));
+}
+
+}  // namespace reduce_test
+
+using namespace reduce_test;
+
+template <class T>
+class ReduceTyped : public ::testing::Test {};
+using voxel_types =
+    ::testing::Types<std::uint8_t, std::uint16_t, std::int16_t, std::int32_t, float, double>;
+TYPED_TEST_SUITE(ReduceTyped, voxel_types);
+
+TYPED_TEST(ReduceTyped, WholeVolumeMatchesReference) {
+  using T = TypeParam;
+  vox::stream_set s(3);
+  const auto h = random_values<T>(odd.voxels(), 7);
+  const auto in = make_volume(s, odd, h);
+  const reference<T> ref(h);
+
+  auto mn = vox::min_value(s, in);
+  auto mx = vox::max_value(s, in);
+  auto sm = vox::sum(s, in);
+  auto me = vox::mean(s, in);
+  auto v0 = vox::variance(s, in);
+  auto v1 = vox::variance(s, in, 1);
+  auto sd = vox::stddev(s, in, 1);
+  auto st = vox::statistics(s, in);
+  auto amin = vox::argmin(s, in);
+  auto amax = vox::argmax(s, in);
+
+  EXPECT_EQ(static_cast<double>(mn.get()), ref.min);
+  EXPECT_EQ(static_cast<double>(mx.get()), ref.max);
+  if constexpr (std::is_integral<T>::value) {
+    static_assert(std::is_same<vox::sum_t<T>, std::int64_t>::value, "integer sums are int64");
+    EXPECT_EQ(sm.get(), static_cast<std::int64_t>(ref.sum));
+  } else {
+    EXPECT_NEAR(sm.get(), static_cast<double>(ref.sum), sum_tolerance<T>(ref.abs_sum));
+  }
+  EXPECT_NEAR(me.get(), ref.mean,
+              sum_tolerance<T>(ref.abs_sum) / static_cast<double>(ref.n) + 1e-12 * std::fabs(ref.mean));
+  EXPECT_NEAR(v0.get(), ref.var(0), 1e-10 * ref.var(0));
+  EXPECT_NEAR(v1.get(), ref.var(1), 1e-10 * ref.var(1));
+  EXPECT_NEAR(sd.get(), std::sqrt(ref.var(1)), 1e-10 * std::sqrt(ref.var(1)));
+  const vox::stats stv = st.get();
+  EXPECT_EQ(stv.count, odd.voxels());
+  EXPECT_EQ(stv.min, ref.min);
+  EXPECT_EQ(stv.max, ref.max);
+  EXPECT_NEAR(stv.mean, ref.mean, 1e-12 * (std::fabs(ref.mean) + ref.abs_sum / ref.n));
+  EXPECT_NEAR(stv.sum, static_cast<double>(ref.sum), 1e-11 * ref.abs_sum);
+  EXPECT_NEAR(stv.variance, ref.var(0), 1e-10 * ref.var(0));
+  EXPECT_NEAR(stv.stddev, std::sqrt(ref.var(0)), 1e-10 * std::sqrt(ref.var(0)));
+  const auto a0 = amin.get();
+  const auto a1 = amax.get();
+  EXPECT_EQ(static_cast<double>(a0.value), ref.min);
+  EXPECT_EQ(static_cast<double>(a1.value), ref.max);
+  expect_position(a0, ref.argmin, odd);
+  expect_position(a1, ref.argmax, odd);
+  EXPECT_TRUE(mn.ready());
+}
+
+TYPED_TEST(ReduceTyped, ArgExtremaReturnTheFirstOfTies) {
+  using T = TypeParam;
+  vox::stream_set s(4);
+  const extent3 e{21, 17, 12};
+  std::vector<T> h(e.voxels());
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> d(10, 20);
+  for (auto& v : h) v = static_cast<T>(d(rng));
+  // The extremes occur several times, in several slabs; the first occurrence must win.
+  for (std::size_t i : {4001u, 77u, 3000u, 4283u}) h[i] = T(3);
+  for (std::size_t i : {3999u, 2500u, 911u, 4100u}) h[i] = T(40);
+  const auto in = make_volume(s, e, h);
+  const auto lo = vox::argmin(s, in).get();
+  const auto hi = vox::argmax(s, in).get();
+  EXPECT_EQ(lo.value, T(3));
+  expect_position(lo, 77, e);
+  EXPECT_EQ(hi.value, T(40));
+  expect_position(hi, 911, e);
+}
+
+TYPED_TEST(ReduceTyped, PerSliceReductions) {
+  using T = TypeParam;
+  vox::stream_set s(3);
+  const auto h = random_values<T>(odd.voxels(), 9);
+  const auto in = make_volume(s, odd, h);
+  const std::size_t slice = odd.slice_voxels();
+  const vox::slice_reduction kinds[] = {vox::slice_reduction::min, vox::slice_reduction::max,
+                                        vox::slice_reduction::sum, vox::slice_reduction::mean};
+  for (auto r : kinds) {
+    vox::volume<double> out(s, vox::slice_reduction_extent(odd), -777.0);
+    vox::reduce_slices(s, in, out, r);
+    const auto got = fetch(s, out);
+    ASSERT_EQ(got.size(), odd.z);
+    for (std::size_t z = 0; z < odd.z; ++z) {
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo, abs = 0;
+      long double sum = 0;
+      for (std::size_t i = 0; i < slice; ++i) {
+        const double d = static_cast<double>(h[z * slice + i]);
+        lo = std::min(lo, d);
+        hi = std::max(hi, d);
+        sum += d;
+        abs += std::fabs(d);
+      }
+      switch (r) {
+        case vox::slice_reduction::min:
+          EXPECT_EQ(got[z], lo) << z;
+          break;
+        case vox::slice_reduction::max:
+          EXPECT_EQ(got[z], hi) << z;
+          break;
+        case vox::slice_reduction::sum:
+          EXPECT_NEAR(got[z], static_cast<double>(sum), 1e-12 * abs + 1e-12) << z;
+          break;
+        case vox::slice_reduction::mean:
+          EXPECT_NEAR(got[z], static_cast<double>(sum) / slice, 1e-12 * abs / slice + 1e-12) << z;
+          break;
+      }
+    }
+  }
+  const auto fresh = vox::reduce_slices(s, in, vox::slice_reduction::max);
+  EXPECT_EQ(fresh.extent(), (extent3{1, 1, odd.z}));
+  EXPECT_EQ(fetch(s, fresh)[0], *std::max_element(h.begin(), h.begin() + slice));
+}
+
+// --- NaN, shapes, stream sets ---------------------------------------------------------------------
+
+TEST(ReduceNaN, MinMaxAndArgIgnoreNaNSumPropagates) {
+  vox::stream_set s(3);
+  auto h = random_values<float>(odd.voxels(), 13);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  h[0] = nan;
+  h[1000] = nan;
+  h[odd.voxels() - 1] = nan;
+  const auto in = make_volume(s, odd, h);
+  const reference<float> ref(h);
+  EXPECT_EQ(vox::min_value(s, in).get(), static_cast<float>(ref.min));
+  EXPECT_EQ(vox::max_value(s, in).get(), static_cast<float>(ref.max));
+  expect_position(vox::argmin(s, in).get(), ref.argmin, odd);
+  expect_position(vox::argmax(s, in).get(), ref.argmax, odd);
+  EXPECT_TRUE(std::isnan(vox::sum(s, in).get()));
+  EXPECT_TRUE(std::isnan(vox::variance(s, in).get()));
+  const auto st = vox::statistics(s, in).get();
+  EXPECT_EQ(st.min, ref.min);
+  EXPECT_EQ(st.max, ref.max);
+
+  vox::volume<float> all_nan(s, extent3{5, 4, 3}, nan);
+  EXPECT_EQ(vox::min_value(s, all_nan).get(), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(vox::max_value(s, all_nan).get(), -std::numeric_limits<float>::infinity());
+  const auto a = vox::argmax(s, all_nan).get();
+  EXPECT_TRUE(std::isnan(a.value));
+  EXPECT_EQ(a.index, 0u);
+}
+
+TEST(ReduceShapes, SingleSliceAndSingleVoxel) {
+  vox::stream_set s(3);
+  vox::volume<std::int16_t> one(s, extent3{1, 1, 1}, std::int16_t{-42});
+  EXPECT_EQ(vox::min_value(s, one).get(), -42);
+  EXPECT_EQ(vox::max_value(s, one).get(), -42);
+  EXPECT_EQ(vox::sum(s, one).get(), -42);
+  EXPECT_EQ(vox::mean(s, one).get(), -42.0);
+  EXPECT_EQ(vox::variance(s, one).get(), 0.0);
+  EXPECT_EQ(vox::argmax(s, one).get().index, 0u);
+  EXPECT_THROW((void)vox::variance(s, one, 1), vox::invalid_argument);
+
+  const extent3 e{19, 11, 1};
+  const auto h = random_values<double>(e.voxels(), 15);
+  const auto slice = make_volume(s, e, h);
+  const reference<double> ref(h);
+  EXPECT_EQ(vox::min_value(s, slice).get(), ref.min);
+  EXPECT_NEAR(vox::sum(s, slice).get(), static_cast<double>(ref.sum), 1e-12 * ref.abs_sum);
+  expect_position(vox::argmax(s, slice).get(), ref.argmax, e);
+  const auto per = vox::reduce_slices(s, slice, vox::slice_reduction::min);
+  EXPECT_EQ(fetch(s, per)[0], ref.min);
+}
+
+struct stream_case {
+  std::size_t streams;
+  vox::slice_mapping mapping;
+};
+
+class ReduceStreams : public ::testing::TestWithParam<stream_case> {};
+
+TEST_P(ReduceStreams, ReductionsAfterAPerSlabProducer) {
+  vox::stream_set_options o;
+  o.mapping = GetParam().mapping;
+  vox::stream_set s(GetParam().streams, o);
+  const auto h = random_values<float>(odd.voxels(), 17);
+  const auto in = make_volume(s, odd, h);
+  vox::volume<float> doubled(s, odd, -1.0f);
+  vox::add(s, in, in, doubled);  // per slab, on every stream of the set
+  std::vector<float> w(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i) w[i] = h[i] + h[i];
+  const reference<float> ref(w);
+  auto sm = vox::sum(s, doubled);
+  auto mx = vox::argmax(s, doubled);
+  auto st = vox::statistics(s, doubled, 1);
+  EXPECT_NEAR(sm.get(), static_cast<double>(ref.sum), sum_tolerance<float>(ref.abs_sum));
+  EXPECT_EQ(mx.get().value, static_cast<float>(ref.max));
+  expect_position(mx.get(), ref.argmax, odd);
+  EXPECT_NEAR(st.get().variance, ref.var(1), 1e-10 * ref.var(1));
+  EXPECT_EQ(st.get().min, ref.min);
+  vox::volume<double> per(s, vox::slice_reduction_extent(odd), -1.0);
+  vox::reduce_slices(s, doubled, per, vox::slice_reduction::max);
+  const auto got = fetch(s, per);
+  for (std::size_t z = 0; z < odd.z; ++z) {
+    const auto b = w.begin() + static_cast<std::ptrdiff_t>(z * odd.slice_voxels());
+    EXPECT_EQ(got[z], *std::max_element(b, b + static_cast<std::ptrdiff_t>(odd.slice_voxels())));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sets, ReduceStreams,
+    ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
+                      stream_case{3, vox::slice_mapping::contiguous},
+                      stream_case{32, vox::slice_mapping::contiguous},
+                      stream_case{3, vox::slice_mapping::round_robin},
+                      stream_case{32, vox::slice_mapping::round_robin}),
+    [](const ::testing::TestParamInfo<stream_case>& i) {
+      return std::to_string(i.param.streams) +
+             (i.param.mapping == vox::slice_mapping::contiguous ? "_contiguous" : "_round_robin");
+    });
+
+// --- handles and ordering -------------------------------------------------------------------------
+
+TEST(ReduceHandle, GetAfterTheInputIsDestroyedOrOverwritten) {
+  vox::stream_set s(8);
+  const extent3 e{40, 24, 33};
+  const auto h = random_values<std::uint16_t>(e.voxels(), 19);
+  const reference<std::uint16_t> ref(h);
+  vox::async_value<std::int64_t> total;
+  vox::async_value<vox::extremum<std::uint16_t>> where;
+  {
+    const auto in = make_volume(s, e, h);
+    total = vox::sum(s, in);
+    where = vox::argmax(s, in);
+  }  // the input is freed (stream-ordered) before anyone waited for the results
+  EXPECT_EQ(total.get(), static_cast<std::int64_t>(ref.sum));
+  expect_position(where.get(), ref.argmax, e);
+
+  auto in = make_volume(s, e, h);
+  auto mx = vox::max_value(s, in);
+  auto mean = vox::mean(s, in);
+  vox::fill(s, in, std::uint16_t{65535});  // a later op overwrites the input
+  vox::multiply(s, in, 0.0, in);
+  EXPECT_EQ(static_cast<double>(mx.get()), ref.max);
+  EXPECT_NEAR(mean.get(), ref.mean, 1e-9);
+  EXPECT_EQ(vox::max_value(s, in).get(), 0);
+}
+
+TEST(ReduceHandle, EmptyMovedReadyAndDeviceSide) {
+  vox::stream_set s(2);
+  vox::async_value<double> empty;
+  EXPECT_FALSE(empty.valid());
+  EXPECT_THROW((void)empty.get(), vox::invalid_argument);
+  EXPECT_THROW((void)empty.ready(), vox::invalid_argument);
+  EXPECT_EQ(empty.device_data(), nullptr);
+
+  vox::volume<float> in(s, extent3{8, 8, 8}, 0.5f);
+  auto m = vox::mean(s, in);
+  EXPECT_TRUE(m.valid());
+  EXPECT_NE(m.device_data(), nullptr);
+  m.wait_on(s.stream(1));  // device-side ordering only
+  vox::async_value<double> moved = std::move(m);
+  EXPECT_FALSE(m.valid());  // NOLINT(bugprone-use-after-move): checks the moved-from state
+  EXPECT_EQ(moved.get(), 0.5);
+  EXPECT_TRUE(moved.ready());
+  vox::async_value<double> other = vox::mean(s, in);
+  other = std::move(moved);  // releases the first result, takes the second
+  EXPECT_EQ(other.get(), 0.5);
+}
+
+// --- bad input ------------------------------------------------------------------------------------
+
+TEST(ReduceBadInput, RejectedBeforeAnythingIsEnqueued) {
+  vox::stream_set s(3);
+  vox::volume<float> empty;
+  EXPECT_THROW((void)vox::min_value(s, empty), vox::invalid_argument);
+  EXPECT_THROW((void)vox::max_value(s, empty), vox::invalid_argument);
+  EXPECT_THROW((void)vox::sum(s, empty), vox::invalid_argument);
+  EXPECT_THROW((void)vox::mean(s, empty), vox::invalid_argument);
+  EXPECT_THROW((void)vox::variance(s, empty), vox::invalid_argument);
+  EXPECT_THROW((void)vox::stddev(s, empty), vox::invalid_argument);
+  EXPECT_THROW((void)vox::statistics(s, empty), vox::invalid_argument);
+  EXPECT_THROW((void)vox::argmin(s, empty), vox::invalid_argument);
+  EXPECT_THROW((void)vox::argmax(s, empty), vox::invalid_argument);
+  EXPECT_THROW((void)vox::reduce_slices(s, empty, vox::slice_reduction::sum),
+               vox::invalid_argument);
+
+  const auto h = random_values<float>(odd.voxels(), 23);
+  const auto in = make_volume(s, odd, h);
+  EXPECT_THROW((void)vox::variance(s, in, odd.voxels()), vox::invalid_argument);
+  vox::volume<double> wrong(s, extent3{odd.z, 1, 1}, 5.0);  // {nz,1,1} is not the layout
+  const auto before = fetch(s, wrong);
+  EXPECT_THROW(vox::reduce_slices(s, in, wrong, vox::slice_reduction::mean),
+               vox::invalid_argument);
+  EXPECT_EQ(fetch(s, wrong), before);
+  vox::volume<double> none;
+  EXPECT_THROW(vox::reduce_slices(s, in, none, vox::slice_reduction::mean), vox::invalid_argument);
+}
+
+// --- accuracy at scale (GPU only: 512^3 does not fit the host CI budget) -------------------------
+
+TEST(ReduceLarge, FloatSumOf512CubedWithinOneInAMillion) {
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "512^3 runs on the cuda backend only";
+  vox::stream_set s(32);
+  const extent3 e{512, 512, 512};
+  std::vector<float> h(e.voxels());
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> d(0.0f, 1.0f);
+  long double ref = 0;
+  for (auto& v : h) {
+    v = d(rng);
+    ref += v;
+  }
+  const auto in = make_volume(s, e, h);
+  const double got = vox::sum(s, in).get();
+  EXPECT_LT(std::fabs(got - static_cast<double>(ref)) / static_cast<double>(ref), 1e-6);
+  const double mean = vox::mean(s, in).get();
+  EXPECT_LT(std::fabs(mean - static_cast<double>(ref / h.size())), 1e-6 * mean);
+}
