@@ -27,8 +27,10 @@ void add_reads(voxbench::context& ctx, const std::string& dt, double hist_hi) {
   const double n = static_cast<double>(ctx.ext.voxels());
   const double in_bytes = n * sizeof(T);
   auto input = [&ctx](int i) -> const vox::volume<T>& {
-    if constexpr (std::is_same<T, float>::value) return ctx.f32(i);
-    else return ctx.u16(i);
+    if constexpr (std::is_same<T, float>::value)
+      return ctx.f32(i);
+    else
+      return ctx.u16(i);
   };
 
   ctx.add({"sum", dt, in_bytes, [&s, input](int i) { (void)vox::sum(s, input(i)); }});
@@ -39,9 +41,8 @@ void add_reads(voxbench::context& ctx, const std::string& dt, double hist_hi) {
            [&s, input](int i) { (void)vox::statistics(s, input(i)); }});
   ctx.add({"variance", dt, in_bytes, [&s, input](int i) { (void)vox::variance(s, input(i)); }});
   ctx.add({"argmax", dt, in_bytes, [&s, input](int i) { (void)vox::argmax(s, input(i)); }});
-  ctx.add({"histogram 256 bins", dt, in_bytes, [&s, input, hist_hi](int i) {
-             (void)vox::histogram(s, input(i), 256, 0.0, hist_hi);
-           }});
+  ctx.add({"histogram 256 bins", dt, in_bytes,
+           [&s, input, hist_hi](int i) { (void)vox::histogram(s, input(i), 256, 0.0, hist_hi); }});
   {
     auto per = make_out<double>(ctx, vox::slice_reduction_extent(ctx.ext));
     ctx.add({"reduce_slices sum", dt, in_bytes, [&s, input, per](int i) {
@@ -95,17 +96,14 @@ VOXBENCH_REGISTER(reductions) {
            [&s, &ctx, f32_out](int i) { vox::convert(s, ctx.u16(i), *f32_out); }});
   ctx.add({"rescale", "f32", n * (4 + 4),
            [&s, &ctx, f32_out](int i) { vox::rescale(s, ctx.f32(i), *f32_out, 2.0, -1.0); }});
-  ctx.add({"rescale f32->u16", "f32", n * (4 + 2), [&s, &ctx, u16_out](int i) {
-             vox::rescale(s, ctx.f32(i), *u16_out, 65535.0, 0.0);
-           }});
-  ctx.add({"clamp", "f32", n * (4 + 4), [&s, &ctx, f32_out](int i) {
-             vox::clamp(s, ctx.f32(i), *f32_out, 0.25f, 0.75f);
-           }});
+  ctx.add({"rescale f32->u16", "f32", n * (4 + 2),
+           [&s, &ctx, u16_out](int i) { vox::rescale(s, ctx.f32(i), *u16_out, 65535.0, 0.0); }});
+  ctx.add({"clamp", "f32", n * (4 + 4),
+           [&s, &ctx, f32_out](int i) { vox::clamp(s, ctx.f32(i), *f32_out, 0.25f, 0.75f); }});
   ctx.add({"add scalar", "u16", n * (2 + 2),
            [&s, &ctx, u16_out](int i) { vox::add(s, ctx.u16(i), 7.0, *u16_out); }});
-  ctx.add({"add volumes", "f32", n * (4 + 4 + 4), [&s, &ctx, f32_out](int i) {
-             vox::add(s, ctx.f32(i), ctx.f32(i + 1), *f32_out);
-           }});
+  ctx.add({"add volumes", "f32", n * (4 + 4 + 4),
+           [&s, &ctx, f32_out](int i) { vox::add(s, ctx.f32(i), ctx.f32(i + 1), *f32_out); }});
   // normalize reads the input twice (min/max, then the rescale): 2 reads + 1 write.
   ctx.add({"normalize (2 passes)", "f32", n * (4 + 4 + 4),
            [&s, &ctx, f32_out](int i) { vox::normalize(s, ctx.f32(i), *f32_out, 0.0, 1.0); }});

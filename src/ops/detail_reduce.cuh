@@ -25,8 +25,8 @@ namespace vox::detail::iops {
 
 /// Parameters a policy's result may need.
 struct reduce_ctx {
-  std::size_t n{0};     ///< voxels reduced
-  std::size_t nx{0};    ///< extent, for positions
+  std::size_t n{0};   ///< voxels reduced
+  std::size_t nx{0};  ///< extent, for positions
   std::size_t ny{0};
   std::size_t ddof{0};  ///< variance divisor is n - ddof
   double p0{0};         ///< op-specific (normalize: target lo, hi)
@@ -36,14 +36,18 @@ struct reduce_ctx {
 /// +inf for floating T, the largest value otherwise.
 template <class T>
 VOX_HD constexpr T highest() {
-  if constexpr (std::is_floating_point<T>::value) return std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::max();
+  if constexpr (std::is_floating_point<T>::value)
+    return std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::max();
 }
 /// -inf for floating T, the lowest value otherwise.
 template <class T>
 VOX_HD constexpr T lowest() {
-  if constexpr (std::is_floating_point<T>::value) return -std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::lowest();
+  if constexpr (std::is_floating_point<T>::value)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
 }
 
 // A policy P over voxel type T defines:
@@ -101,9 +105,7 @@ struct extreme_policy {
   }
   VOX_HD static acc finish(const state& s) { return s; }
   VOX_HD static acc identity() { return Max ? lowest<T>() : highest<T>(); }
-  VOX_HD static acc merge(const acc& a, const acc& b) {
-    return (Max ? (b > a) : (b < a)) ? b : a;
-  }
+  VOX_HD static acc merge(const acc& a, const acc& b) { return (Max ? (b > a) : (b < a)) ? b : a; }
   VOX_HD static result result_of(const acc& a, const reduce_ctx&) { return a; }
 };
 
@@ -223,9 +225,9 @@ struct stddev_policy : moments_policy<T> {
 
 template <class T>
 struct stats_policy : moments_policy<T> {
-  using result = stats;
+  using result = volume_stats;
   VOX_HD static result result_of(const moments_acc& a, const reduce_ctx& c) {
-    stats r;
+    volume_stats r;
     r.count = c.n;
     r.min = a.lo;
     r.max = a.hi;
@@ -286,8 +288,7 @@ inline constexpr unsigned combine_threads = 1024;
 
 template <class P>
 struct merge_fn {
-  __device__ typename P::acc operator()(const typename P::acc& a,
-                                        const typename P::acc& b) const {
+  __device__ typename P::acc operator()(const typename P::acc& a, const typename P::acc& b) const {
     return P::merge(a, b);
   }
 };
@@ -305,8 +306,7 @@ struct reduce_visitor {
 
 template <class T, class P>
 __global__ void __launch_bounds__(op_threads)
-    reduce_partial_kernel(const T* data, std::size_t n, std::size_t base,
-                          typename P::acc* out) {
+    reduce_partial_kernel(const T* data, std::size_t n, std::size_t base, typename P::acc* out) {
   const std::size_t tid = std::size_t{blockIdx.x} * op_threads + threadIdx.x;
   const std::size_t nthreads = std::size_t{gridDim.x} * op_threads;
   reduce_visitor<T, P> vis{P::start(data[tid < n ? tid : n - 1]), base};

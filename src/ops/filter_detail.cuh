@@ -703,10 +703,10 @@ __device__ __forceinline__ A smooth3(A a, A b, A c) {
 /// Output slices per group of the fused stencil: while a group is computed, the input slices of
 /// the next group are already being loaded into registers (memory-level parallelism without a
 /// deep register window).
-inline constexpr int st_group = 4;
+inline constexpr int st_group = 8;
 
 template <class T, class O, class A, stencil_kind K, int RZ>
-__global__ void __launch_bounds__(st_threads)
+__global__ void __launch_bounds__(st_threads, 3)
     stencil3_kernel(const T* __restrict__ in, O* __restrict__ out, stencil_args<A> a) {
   constexpr int nzv = (K == stencil_kind::magnitude && RZ == 1) ? 2 : 1;
   constexpr int nyv = K == stencil_kind::magnitude ? (RZ == 1 ? 3 : 2) : 1;

@@ -128,9 +128,9 @@ template <class T>
 void hist_partial_pass(stream_view s, const T* data, std::size_t n, const bin_rule& rule,
                        unsigned* partial, std::size_t blocks, const char* op) {
 #if VOX_BACKEND_CUDA
-  hist_smem_kernel<T><<<static_cast<unsigned>(blocks), op_threads,
-                        std::size_t{rule.bins} * sizeof(unsigned), s.value()>>>(data, n, rule,
-                                                                               partial);
+  hist_smem_kernel<T>
+      <<<static_cast<unsigned>(blocks), op_threads, std::size_t{rule.bins} * sizeof(unsigned),
+         s.value()>>>(data, n, rule, partial);
   check_launch(op);
 #else
   (void)s;
@@ -196,19 +196,19 @@ void hist_global_pass(stream_view s, const T* data, std::size_t n, const bin_rul
 namespace iops = detail::iops;
 
 template <class T>
-histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t bins,
-                           double lo, double hi) {
+histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t bins, double lo,
+                           double hi) {
   const char* op = "histogram";
   VOX_EXPECTS(!in.empty(), op, "input volume is empty");
   VOX_EXPECTS(bins > 0, op, "needs at least one bin, got 0");
-  VOX_EXPECTS(bins <= iops::hist_max_bins, op,
-              "at most " + std::to_string(iops::hist_max_bins) + " bins, got " +
-                  std::to_string(bins));
+  VOX_EXPECTS(
+      bins <= iops::hist_max_bins, op,
+      "at most " + std::to_string(iops::hist_max_bins) + " bins, got " + std::to_string(bins));
   VOX_EXPECTS(std::isfinite(lo) && std::isfinite(hi), op, "the range must be finite");
   VOX_EXPECTS(lo < hi, op, "the range [lo, hi) is empty: lo >= hi");
   const double scale = static_cast<double>(bins) / (hi - lo);
-  VOX_EXPECTS(std::isfinite(scale), op, "the range is too narrow for " + std::to_string(bins) +
-                                            " bins");
+  VOX_EXPECTS(std::isfinite(scale), op,
+              "the range is too narrow for " + std::to_string(bins) + " bins");
   const iops::bin_rule rule{lo, hi, scale, static_cast<unsigned>(bins)};
 
   const extent3 e = in.extent();
@@ -227,8 +227,7 @@ histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t
     offset[i + 1] =
         offset[i] + iops::pass_blocks(plan[i].depth() * slice, iops::hist_min_items, op);
   const std::size_t rows = offset.back();
-  const bool privatised =
-      bins <= iops::hist_smem_bins && rows * bins <= iops::hist_max_partials;
+  const bool privatised = bins <= iops::hist_smem_bins && rows * bins <= iops::hist_max_partials;
   if (privatised) {
     iops::scratch<unsigned> partials(streams, c, rows * bins, e.z, false, op);
     unsigned* part = partials.data();
@@ -236,8 +235,7 @@ histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t
                  [&](stream_view s, const slab& w) {
                    const std::size_t i = iops::slab_index(plan, w.z0);
                    iops::hist_partial_pass(s, src + w.z0 * slice, w.depth() * slice, rule,
-                                           part + offset[i] * bins, offset[i + 1] - offset[i],
-                                           op);
+                                           part + offset[i] * bins, offset[i + 1] - offset[i], op);
                  });
     exec::run_op(streams, op, {slab{c, 0, 1}}, {partials.whole(exec::access_mode::read)},
                  [&](stream_view s, const slab&) {
@@ -251,8 +249,7 @@ histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t
     iops::scratch<unsigned char> token(streams, c, 1, e.z, false, op);
     exec::run_op(streams, op, plan, {read(in), token.slabs(exec::access_mode::write)},
                  [&](stream_view s, const slab& w) {
-                   iops::hist_global_pass(s, src + w.z0 * slice, w.depth() * slice, rule, dst,
-                                          op);
+                   iops::hist_global_pass(s, src + w.z0 * slice, w.depth() * slice, rule, dst, op);
                  });
     exec::run_op(streams, op, {slab{c, 0, 1}}, {token.whole(exec::access_mode::read)},
                  [](stream_view, const slab&) {});
@@ -303,7 +300,7 @@ std::vector<double> percentiles(const histogram_counts& h, const std::vector<dou
 
 double percentile(const histogram_counts& h, double q) { return percentiles(h, {q}).front(); }
 
-#define VOX_INSTANTIATE(T)                                                                  \
+#define VOX_INSTANTIATE(T)                                                                   \
   template histogram_counts histogram<T>(stream_set&, const volume<T>&, std::size_t, double, \
                                          double);
 VOX_INSTANTIATE(std::uint8_t)

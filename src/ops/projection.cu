@@ -193,8 +193,8 @@ void column_pass(stream_view s, const T* in, typename P::out_t* out, const colum
 
 /// Projection along x, as one launch on `s`.
 template <class T, class P>
-void row_pass(stream_view s, const T* in, typename P::out_t* out, std::size_t rows,
-              std::size_t nx, const char* op) {
+void row_pass(stream_view s, const T* in, typename P::out_t* out, std::size_t rows, std::size_t nx,
+              const char* op) {
 #if VOX_BACKEND_CUDA
   const std::size_t wave = sm_count(op) * 8 * 4;  // 8 blocks of 256 per SM, 4 waves
   const auto blocks = static_cast<unsigned>(std::clamp<std::size_t>((rows + 7) / 8, 1, wave));
@@ -219,9 +219,9 @@ void project(stream_set& streams, const volume<T>& in, volume<typename P::out_t>
              projection_axis axis, const char* op) {
   VOX_EXPECTS(!in.empty(), op, "input volume is empty");
   VOX_EXPECTS(!out.empty(), op, "output volume is empty");
-  VOX_EXPECTS(axis == projection_axis::x || axis == projection_axis::y ||
-                  axis == projection_axis::z,
-              op, "unknown axis");
+  VOX_EXPECTS(
+      axis == projection_axis::x || axis == projection_axis::y || axis == projection_axis::z, op,
+      "unknown axis");
   const extent3 e = in.extent();
   const extent3 want = projection_extent(e, axis);
   VOX_EXPECTS(out.extent() == want, op,
@@ -233,22 +233,20 @@ void project(stream_set& streams, const volume<T>& in, volume<typename P::out_t>
   const T* src = in.data();
   typename P::out_t* dst = out.data();
   // A whole-volume op: one launch on c, after the ledger has joined the writers of `in`.
-  exec::run_op(streams, op, {slab{c, 0, e.z}}, {read(in), write_all(out)},
-               [&](stream_view s, const slab&) {
-                 switch (axis) {
-                   case projection_axis::z:
-                     column_pass<T, P>(s, src, dst,
-                                       column_shape{e.x * e.y, 1, 0, e.z, e.x * e.y}, op);
-                     break;
-                   case projection_axis::y:
-                     column_pass<T, P>(s, src, dst, column_shape{e.x, e.z, e.x * e.y, e.y, e.x},
-                                       op);
-                     break;
-                   case projection_axis::x:
-                     row_pass<T, P>(s, src, dst, e.y * e.z, e.x, op);
-                     break;
-                 }
-               });
+  exec::run_op(
+      streams, op, {slab{c, 0, e.z}}, {read(in), write_all(out)}, [&](stream_view s, const slab&) {
+        switch (axis) {
+          case projection_axis::z:
+            column_pass<T, P>(s, src, dst, column_shape{e.x * e.y, 1, 0, e.z, e.x * e.y}, op);
+            break;
+          case projection_axis::y:
+            column_pass<T, P>(s, src, dst, column_shape{e.x, e.z, e.x * e.y, e.y, e.x}, op);
+            break;
+          case projection_axis::x:
+            row_pass<T, P>(s, src, dst, e.y * e.z, e.x, op);
+            break;
+        }
+      });
 }
 
 }  // namespace detail::iops
@@ -266,18 +264,17 @@ void min_projection(stream_set& streams, const volume<T>& in, volume<T>& out, pr
 }
 
 template <class T, class R>
-void mean_projection(stream_set& streams, const volume<T>& in, volume<R>& out,
-                     projection_axis a) {
+void mean_projection(stream_set& streams, const volume<T>& in, volume<R>& out, projection_axis a) {
   static_assert(std::is_floating_point<R>::value, "mean_projection: float or double output");
   iops::project<T, iops::mean_proj<T, R>>(streams, in, out, a, "mean_projection");
 }
 
-#define VOX_INSTANTIATE(T)                                                                  \
+#define VOX_INSTANTIATE(T)                                                                     \
   template void max_projection<T>(stream_set&, const volume<T>&, volume<T>&, projection_axis); \
   template void min_projection<T>(stream_set&, const volume<T>&, volume<T>&, projection_axis); \
-  template void mean_projection<T, float>(stream_set&, const volume<T>&, volume<float>&,     \
-                                          projection_axis);                                  \
-  template void mean_projection<T, double>(stream_set&, const volume<T>&, volume<double>&,   \
+  template void mean_projection<T, float>(stream_set&, const volume<T>&, volume<float>&,       \
+                                          projection_axis);                                    \
+  template void mean_projection<T, double>(stream_set&, const volume<T>&, volume<double>&,     \
                                            projection_axis);
 VOX_INSTANTIATE(std::uint8_t)
 VOX_INSTANTIATE(std::uint16_t)

@@ -193,14 +193,14 @@ template <class T>
 async_value<T> min_value(stream_set& streams, const volume<T>& in) {
   iops::expect_input(in, "min_value");
   return iops::reduce_whole<T, iops::extreme_policy<T, false>>(streams, in, "min_value",
-                                                              iops::whole_ctx(in));
+                                                               iops::whole_ctx(in));
 }
 
 template <class T>
 async_value<T> max_value(stream_set& streams, const volume<T>& in) {
   iops::expect_input(in, "max_value");
   return iops::reduce_whole<T, iops::extreme_policy<T, true>>(streams, in, "max_value",
-                                                             iops::whole_ctx(in));
+                                                              iops::whole_ctx(in));
 }
 
 template <class T>
@@ -234,7 +234,7 @@ async_value<double> stddev(stream_set& streams, const volume<T>& in, std::size_t
 }
 
 template <class T>
-async_value<stats> statistics(stream_set& streams, const volume<T>& in, std::size_t ddof) {
+async_value<volume_stats> statistics(stream_set& streams, const volume<T>& in, std::size_t ddof) {
   iops::expect_input(in, "statistics");
   iops::expect_ddof(in, ddof, "statistics");
   iops::reduce_ctx ctx = iops::whole_ctx(in);
@@ -246,14 +246,14 @@ template <class T>
 async_value<extremum<T>> argmin(stream_set& streams, const volume<T>& in) {
   iops::expect_input(in, "argmin");
   return iops::reduce_whole<T, iops::arg_policy<T, false>>(streams, in, "argmin",
-                                                          iops::whole_ctx(in));
+                                                           iops::whole_ctx(in));
 }
 
 template <class T>
 async_value<extremum<T>> argmax(stream_set& streams, const volume<T>& in) {
   iops::expect_input(in, "argmax");
   return iops::reduce_whole<T, iops::arg_policy<T, true>>(streams, in, "argmax",
-                                                         iops::whole_ctx(in));
+                                                          iops::whole_ctx(in));
 }
 
 template <class T>
@@ -265,29 +265,29 @@ void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out
   VOX_EXPECTS(out.extent() == slice_reduction_extent(in.extent()), op,
               "output extent must be " + slice_reduction_extent(in.extent()).str() + ", not " +
                   out.extent().str());
-  VOX_EXPECTS(r == slice_reduction::min || r == slice_reduction::max ||
-                  r == slice_reduction::sum || r == slice_reduction::mean,
+  VOX_EXPECTS(r == slice_reduction::min || r == slice_reduction::max || r == slice_reduction::sum ||
+                  r == slice_reduction::mean,
               op, "unknown reduction");
   const std::size_t slice = in.extent().slice_voxels();
   const T* src = in.data();
   double* dst = out.data();
   exec::run_op(streams, op, streams.plan(in.extent().z), {read(in), write(out)},
                [&](stream_view s, const slab& w) {
-                 iops::reduce_slab_slices(s, src + w.z0 * slice, slice, w.depth(), dst + w.z0,
-                                          r, op);
+                 iops::reduce_slab_slices(s, src + w.z0 * slice, slice, w.depth(), dst + w.z0, r,
+                                          op);
                });
 }
 
-#define VOX_INSTANTIATE(T)                                                                   \
-  template async_value<T> min_value<T>(stream_set&, const volume<T>&);                       \
-  template async_value<T> max_value<T>(stream_set&, const volume<T>&);                       \
-  template async_value<sum_t<T>> sum<T>(stream_set&, const volume<T>&);                      \
-  template async_value<double> mean<T>(stream_set&, const volume<T>&);                       \
-  template async_value<double> variance<T>(stream_set&, const volume<T>&, std::size_t);      \
-  template async_value<double> stddev<T>(stream_set&, const volume<T>&, std::size_t);        \
-  template async_value<stats> statistics<T>(stream_set&, const volume<T>&, std::size_t);     \
-  template async_value<extremum<T>> argmin<T>(stream_set&, const volume<T>&);                \
-  template async_value<extremum<T>> argmax<T>(stream_set&, const volume<T>&);                \
+#define VOX_INSTANTIATE(T)                                                                      \
+  template async_value<T> min_value<T>(stream_set&, const volume<T>&);                          \
+  template async_value<T> max_value<T>(stream_set&, const volume<T>&);                          \
+  template async_value<sum_t<T>> sum<T>(stream_set&, const volume<T>&);                         \
+  template async_value<double> mean<T>(stream_set&, const volume<T>&);                          \
+  template async_value<double> variance<T>(stream_set&, const volume<T>&, std::size_t);         \
+  template async_value<double> stddev<T>(stream_set&, const volume<T>&, std::size_t);           \
+  template async_value<volume_stats> statistics<T>(stream_set&, const volume<T>&, std::size_t); \
+  template async_value<extremum<T>> argmin<T>(stream_set&, const volume<T>&);                   \
+  template async_value<extremum<T>> argmax<T>(stream_set&, const volume<T>&);                   \
   template void reduce_slices<T>(stream_set&, const volume<T>&, volume<double>&, slice_reduction);
 VOX_INSTANTIATE(std::uint8_t)
 VOX_INSTANTIATE(std::uint16_t)

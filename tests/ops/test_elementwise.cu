@@ -92,8 +92,10 @@ std::vector<T> fetch(vox::stream_set& s, const vox::volume<T>& v) {
 /// A value the ops are unlikely to produce everywhere, written before each op.
 template <class T>
 T poison() {
-  if constexpr (std::is_floating_point<T>::value) return static_cast<T>(-12345.25);
-  else return static_cast<T>(std::numeric_limits<T>::max() - 3);
+  if constexpr (std::is_floating_point<T>::value)
+    return static_cast<T>(-12345.25);
+  else
+    return static_cast<T>(std::numeric_limits<T>::max() - 3);
 }
 
 template <class T>
@@ -187,10 +189,20 @@ TYPED_TEST(ElementwiseTyped, ConvertToEveryTypeMatchesNumpyRule) {
   vox::stream_set s(3);
   auto h = random_values<T>(odd.voxels(), 11);
   if constexpr (std::is_floating_point<T>::value) {
-    const T special[] = {T(2.5),    T(3.5),     T(-2.5),   T(-0.5),   T(0.5),
-                         T(255.5),  T(256.4),   T(65535.5), T(-32768.5), T(1e10),
-                         T(-1e10),  std::numeric_limits<T>::quiet_NaN(),
-                         std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
+    const T special[] = {T(2.5),
+                         T(3.5),
+                         T(-2.5),
+                         T(-0.5),
+                         T(0.5),
+                         T(255.5),
+                         T(256.4),
+                         T(65535.5),
+                         T(-32768.5),
+                         T(1e10),
+                         T(-1e10),
+                         std::numeric_limits<T>::quiet_NaN(),
+                         std::numeric_limits<T>::infinity(),
+                         -std::numeric_limits<T>::infinity()};
     for (std::size_t i = 0; i < sizeof(special) / sizeof(T); ++i) h[i * 7] = special[i];
   }
   const auto in = make_volume(s, odd, h);
@@ -266,8 +278,7 @@ TYPED_TEST(ElementwiseTyped, ClampThresholdAndRange) {
   vox::volume<T> out(s, odd, poison<T>());
   vox::clamp(s, in2, out, lo, hi);
   std::vector<T> want(h.size());
-  for (std::size_t i = 0; i < h.size(); ++i)
-    want[i] = h[i] < lo ? lo : (hi < h[i] ? hi : h[i]);
+  for (std::size_t i = 0; i < h.size(); ++i) want[i] = h[i] < lo ? lo : (hi < h[i] ? hi : h[i]);
   EXPECT_TRUE(all_equal(fetch(s, out), want)) << "clamp";
 
   vox::volume<std::uint8_t> mask(s, odd, std::uint8_t{7});
@@ -407,17 +418,18 @@ TEST_P(ElementwiseStreams, AddAndConvertAgreeWithReference) {
   EXPECT_TRUE(all_equal(fetch(s, q), wq));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sets, ElementwiseStreams,
-    ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
-                      stream_case{3, vox::slice_mapping::contiguous},
-                      stream_case{32, vox::slice_mapping::contiguous},
-                      stream_case{3, vox::slice_mapping::round_robin},
-                      stream_case{32, vox::slice_mapping::round_robin}),
-    [](const ::testing::TestParamInfo<stream_case>& i) {
-      return std::to_string(i.param.streams) +
-             (i.param.mapping == vox::slice_mapping::contiguous ? "_contiguous" : "_round_robin");
-    });
+INSTANTIATE_TEST_SUITE_P(Sets, ElementwiseStreams,
+                         ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
+                                           stream_case{3, vox::slice_mapping::contiguous},
+                                           stream_case{32, vox::slice_mapping::contiguous},
+                                           stream_case{3, vox::slice_mapping::round_robin},
+                                           stream_case{32, vox::slice_mapping::round_robin}),
+                         [](const ::testing::TestParamInfo<stream_case>& i) {
+                           return std::to_string(i.param.streams) +
+                                  (i.param.mapping == vox::slice_mapping::contiguous
+                                       ? "_contiguous"
+                                       : "_round_robin");
+                         });
 
 TEST(ElementwiseShapes, SingleSliceAndSingleVoxel) {
   vox::stream_set s(3);
@@ -489,7 +501,8 @@ TEST(ElementwiseBadInput, RejectedBeforeAnythingIsEnqueued) {
   expect_rejected(s, out, [&] { vox::convert(s, empty, out); });
   expect_rejected(s, out, [&] { vox::add(s, in, std::nan(""), out); });
   expect_rejected(s, out, [&] { vox::clamp(s, in, out, 3.0f, 2.0f); });
-  expect_rejected(s, out, [&] { vox::rescale(s, in, out, std::numeric_limits<double>::infinity(), 0.0); });
+  expect_rejected(s, out,
+                  [&] { vox::rescale(s, in, out, std::numeric_limits<double>::infinity(), 0.0); });
   expect_rejected(s, out, [&] { vox::normalize(s, in, out, 1.0, 1.0); });
   expect_rejected(s, out, [&] { vox::normalize(s, in, out, 2.0, 1.0); });
   expect_rejected(s, mask, [&] { vox::threshold(s, in, mask, std::nan("")); });

@@ -96,9 +96,18 @@ TYPED_TEST(HistogramTyped, CountsMatchReference) {
 
 TEST(HistogramEdges, HalfOpenBinsAndNaN) {
   vox::stream_set s(2);
-  const std::vector<float> h{0.0f, 1.0f, 0.999999f, 0.5f, 0.25f, -0.0f, -1e-7f, 1.0000001f,
+  const std::vector<float> h{0.0f,
+                             1.0f,
+                             0.999999f,
+                             0.5f,
+                             0.25f,
+                             -0.0f,
+                             -1e-7f,
+                             1.0000001f,
                              std::numeric_limits<float>::quiet_NaN(),
-                             std::numeric_limits<float>::infinity(), 0.75f, 0.7499999f};
+                             std::numeric_limits<float>::infinity(),
+                             0.75f,
+                             0.7499999f};
   const auto in = make_volume(s, extent3{4, 3, 1}, h);
   const auto hist = vox::histogram(s, in, 4, 0.0, 1.0);
   // [0,.25): 0, -0, ; [.25,.5): .25 ; [.5,.75): .5, .7499999 ; [.75,1): .999999, .75
@@ -138,16 +147,17 @@ TEST_P(HistogramStreams, AfterAPerSlabProducer) {
   EXPECT_EQ(hist.counts(), reference(w, 256, 0.0, 4096.0));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sets, HistogramStreams,
-    ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
-                      stream_case{3, vox::slice_mapping::contiguous},
-                      stream_case{32, vox::slice_mapping::contiguous},
-                      stream_case{32, vox::slice_mapping::round_robin}),
-    [](const ::testing::TestParamInfo<stream_case>& i) {
-      return std::to_string(i.param.streams) +
-             (i.param.mapping == vox::slice_mapping::contiguous ? "_contiguous" : "_round_robin");
-    });
+INSTANTIATE_TEST_SUITE_P(Sets, HistogramStreams,
+                         ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
+                                           stream_case{3, vox::slice_mapping::contiguous},
+                                           stream_case{32, vox::slice_mapping::contiguous},
+                                           stream_case{32, vox::slice_mapping::round_robin}),
+                         [](const ::testing::TestParamInfo<stream_case>& i) {
+                           return std::to_string(i.param.streams) +
+                                  (i.param.mapping == vox::slice_mapping::contiguous
+                                       ? "_contiguous"
+                                       : "_round_robin");
+                         });
 
 TEST(HistogramShapes, SingleVoxelAndSingleSlice) {
   vox::stream_set s(3);
@@ -195,8 +205,8 @@ TEST(HistogramPercentile, InterpolatesWithinTheBinAndTracksExactQuantiles) {
     EXPECT_NEAR(ps[k], want, 1e-9) << "q=" << qs[k];
     EXPECT_DOUBLE_EQ(vox::percentile(hist, qs[k]), ps[k]);
     // And within one bin of the exact order statistic.
-    const auto idx = static_cast<std::size_t>(
-        std::min(total - 1, std::floor(qs[k] / 100.0 * (total - 1))));
+    const auto idx =
+        static_cast<std::size_t>(std::min(total - 1, std::floor(qs[k] / 100.0 * (total - 1))));
     EXPECT_NEAR(ps[k], sorted[idx], 1.0 + 1e-9) << "q=" << qs[k];
   }
   EXPECT_LE(ps.front(), sorted.front());
@@ -239,8 +249,7 @@ TEST(HistogramBadInput, RejectedBeforeAnythingIsEnqueued) {
   EXPECT_THROW((void)vox::histogram(s, in, 16, 2.0, 1.0), vox::invalid_argument);
   EXPECT_THROW((void)vox::histogram(s, in, 16, 0.0, inf), vox::invalid_argument);
   EXPECT_THROW((void)vox::histogram(s, in, 16, std::nan(""), 1.0), vox::invalid_argument);
-  EXPECT_THROW((void)vox::histogram(s, in, std::size_t{1} << 29, 0.0, 1.0),
-               vox::invalid_argument);
+  EXPECT_THROW((void)vox::histogram(s, in, std::size_t{1} << 29, 0.0, 1.0), vox::invalid_argument);
   const auto hist = vox::histogram(s, in, 16, 0.0, 1.0);
   EXPECT_THROW((void)vox::percentile(hist, -1), vox::invalid_argument);
   EXPECT_THROW((void)vox::percentile(hist, 100.5), vox::invalid_argument);

@@ -62,7 +62,7 @@ std::vector<double> reference(const std::vector<T>& h, extent3 e, projection_axi
   const std::size_t red = a == projection_axis::x ? e.x : a == projection_axis::y ? e.y : e.z;
   for (std::size_t j = 0; j < o.y; ++j) {
     for (std::size_t i = 0; i < o.x; ++i) {
-      double acc = k == kind::max ? -std::numeric_limits<double>::infinity()
+      double acc = k == kind::max   ? -std::numeric_limits<double>::infinity()
                    : k == kind::min ? std::numeric_limits<double>::infinity()
                                     : 0.0;
       for (std::size_t r = 0; r < red; ++r) {
@@ -70,9 +70,12 @@ std::vector<double> reference(const std::vector<T>& h, extent3 e, projection_axi
         const std::size_t y = a == projection_axis::y ? r : (a == projection_axis::x ? i : j);
         const std::size_t z = a == projection_axis::z ? r : j;
         const double v = static_cast<double>(h[(z * e.y + y) * e.x + x]);
-        if (k == kind::mean) acc += v;
-        else if (std::isnan(v)) continue;
-        else if (k == kind::max ? v > acc : v < acc) acc = v;
+        if (k == kind::mean)
+          acc += v;
+        else if (std::isnan(v))
+          continue;
+        else if (k == kind::max ? v > acc : v < acc)
+          acc = v;
       }
       out[j * o.x + i] = k == kind::mean ? acc / static_cast<double>(red) : acc;
     }
@@ -162,7 +165,7 @@ TEST(ProjectionNaN, MaxAndMinIgnoreNaNMeanPropagates) {
   const extent3 e{8, 4, 6};
   auto h = random_values<float>(e.voxels(), 9);
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  h[0] = nan;                // column (0,0) along z has one NaN
+  h[0] = nan;                                                 // column (0,0) along z has one NaN
   for (std::size_t z = 0; z < e.z; ++z) h[z * 32 + 9] = nan;  // column (1,1) is all NaN
   check_all(s, e, h);
   const auto in = make_volume(s, e, h);
@@ -201,16 +204,17 @@ TEST_P(ProjectionStreams, AfterAPerSlabProducer) {
   EXPECT_TRUE(close(fetch(s, mip), reference(w, e, projection_axis::z, kind::max), 0.0));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sets, ProjectionStreams,
-    ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
-                      stream_case{3, vox::slice_mapping::contiguous},
-                      stream_case{32, vox::slice_mapping::contiguous},
-                      stream_case{32, vox::slice_mapping::round_robin}),
-    [](const ::testing::TestParamInfo<stream_case>& i) {
-      return std::to_string(i.param.streams) +
-             (i.param.mapping == vox::slice_mapping::contiguous ? "_contiguous" : "_round_robin");
-    });
+INSTANTIATE_TEST_SUITE_P(Sets, ProjectionStreams,
+                         ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
+                                           stream_case{3, vox::slice_mapping::contiguous},
+                                           stream_case{32, vox::slice_mapping::contiguous},
+                                           stream_case{32, vox::slice_mapping::round_robin}),
+                         [](const ::testing::TestParamInfo<stream_case>& i) {
+                           return std::to_string(i.param.streams) +
+                                  (i.param.mapping == vox::slice_mapping::contiguous
+                                       ? "_contiguous"
+                                       : "_round_robin");
+                         });
 
 TEST(ProjectionLayout, ExtentsPerAxis) {
   const extent3 e{5, 6, 7};

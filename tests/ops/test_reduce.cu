@@ -145,12 +145,13 @@ TYPED_TEST(ReduceTyped, WholeVolumeMatchesReference) {
   } else {
     EXPECT_NEAR(sm.get(), static_cast<double>(ref.sum), sum_tolerance<T>(ref.abs_sum));
   }
-  EXPECT_NEAR(me.get(), ref.mean,
-              sum_tolerance<T>(ref.abs_sum) / static_cast<double>(ref.n) + 1e-12 * std::fabs(ref.mean));
+  EXPECT_NEAR(
+      me.get(), ref.mean,
+      sum_tolerance<T>(ref.abs_sum) / static_cast<double>(ref.n) + 1e-12 * std::fabs(ref.mean));
   EXPECT_NEAR(v0.get(), ref.var(0), 1e-10 * ref.var(0));
   EXPECT_NEAR(v1.get(), ref.var(1), 1e-10 * ref.var(1));
   EXPECT_NEAR(sd.get(), std::sqrt(ref.var(1)), 1e-10 * std::sqrt(ref.var(1)));
-  const vox::stats stv = st.get();
+  const vox::volume_stats stv = st.get();
   EXPECT_EQ(stv.count, odd.voxels());
   EXPECT_EQ(stv.min, ref.min);
   EXPECT_EQ(stv.max, ref.max);
@@ -317,17 +318,18 @@ TEST_P(ReduceStreams, ReductionsAfterAPerSlabProducer) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sets, ReduceStreams,
-    ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
-                      stream_case{3, vox::slice_mapping::contiguous},
-                      stream_case{32, vox::slice_mapping::contiguous},
-                      stream_case{3, vox::slice_mapping::round_robin},
-                      stream_case{32, vox::slice_mapping::round_robin}),
-    [](const ::testing::TestParamInfo<stream_case>& i) {
-      return std::to_string(i.param.streams) +
-             (i.param.mapping == vox::slice_mapping::contiguous ? "_contiguous" : "_round_robin");
-    });
+INSTANTIATE_TEST_SUITE_P(Sets, ReduceStreams,
+                         ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
+                                           stream_case{3, vox::slice_mapping::contiguous},
+                                           stream_case{32, vox::slice_mapping::contiguous},
+                                           stream_case{3, vox::slice_mapping::round_robin},
+                                           stream_case{32, vox::slice_mapping::round_robin}),
+                         [](const ::testing::TestParamInfo<stream_case>& i) {
+                           return std::to_string(i.param.streams) +
+                                  (i.param.mapping == vox::slice_mapping::contiguous
+                                       ? "_contiguous"
+                                       : "_round_robin");
+                         });
 
 // --- handles and ordering -------------------------------------------------------------------------
 
@@ -400,8 +402,7 @@ TEST(ReduceBadInput, RejectedBeforeAnythingIsEnqueued) {
   EXPECT_THROW((void)vox::variance(s, in, odd.voxels()), vox::invalid_argument);
   vox::volume<double> wrong(s, extent3{odd.z, 1, 1}, 5.0);  // {nz,1,1} is not the layout
   const auto before = fetch(s, wrong);
-  EXPECT_THROW(vox::reduce_slices(s, in, wrong, vox::slice_reduction::mean),
-               vox::invalid_argument);
+  EXPECT_THROW(vox::reduce_slices(s, in, wrong, vox::slice_reduction::mean), vox::invalid_argument);
   EXPECT_EQ(fetch(s, wrong), before);
   vox::volume<double> none;
   EXPECT_THROW(vox::reduce_slices(s, in, none, vox::slice_reduction::mean), vox::invalid_argument);

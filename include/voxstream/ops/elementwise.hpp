@@ -122,8 +122,7 @@ void rescale(stream_set& streams, const volume<In>& in, volume<Out>& out, double
 ///        device memory. The first stream joins the others before the scratch is freed. Throws
 ///        vox::invalid_argument unless lo < hi, both finite.
 template <class In, class Out>
-void normalize(stream_set& streams, const volume<In>& in, volume<Out>& out, double lo,
-               double hi);
+void normalize(stream_set& streams, const volume<In>& in, volume<Out>& out, double lo, double hi);
 
 /// @brief mask = (in > t) ? 1 : 0 (NaN voxels give 0). Asynchronous. Throws
 ///        vox::invalid_argument if t is NaN or the extents differ.

@@ -32,9 +32,8 @@ class histogram_counts {
   /// @brief An empty histogram (valid() is false).
   histogram_counts() = default;
   /// @brief Used by vox::histogram: `counts` was written on `stream`, `done` recorded after it.
-  histogram_counts(std::shared_ptr<exec::stream_state> stream,
-                   device_buffer<std::uint64_t> counts, std::shared_ptr<exec::pooled_event> done,
-                   double lo, double hi)
+  histogram_counts(std::shared_ptr<exec::stream_state> stream, device_buffer<std::uint64_t> counts,
+                   std::shared_ptr<exec::pooled_event> done, double lo, double hi)
       : stream_(std::move(stream)),
         counts_(std::move(counts)),
         done_(std::move(done)),
@@ -120,8 +119,8 @@ class histogram_counts {
 ///        comment). Throws vox::invalid_argument, with nothing enqueued, for an empty volume,
 ///        zero bins, or a range that is empty (lo >= hi) or not finite.
 template <class T>
-histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t bins,
-                           double lo, double hi);
+histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t bins, double lo,
+                           double hi);
 
 /// @brief The q-th percentile (q in [0, 100]) estimated from a histogram: the value at rank
 ///        q/100 * total, interpolated linearly within its bin (voxels assumed spread evenly over

@@ -123,7 +123,7 @@ struct extremum {
 };
 
 /// @brief Summary statistics of a volume (see vox::statistics).
-struct stats {
+struct volume_stats {
   std::size_t count{0};
   double min{0};
   double max{0};
@@ -159,7 +159,8 @@ async_value<double> stddev(stream_set& streams, const volume<T>& in, std::size_t
 /// @brief count, min, max, sum, mean, variance and stddev in one pass (min/max ignore NaN).
 ///        Asynchronous.
 template <class T>
-async_value<stats> statistics(stream_set& streams, const volume<T>& in, std::size_t ddof = 0);
+async_value<volume_stats> statistics(stream_set& streams, const volume<T>& in,
+                                     std::size_t ddof = 0);
 /// @brief The smallest voxel and its position; ties give the smallest linear index (first
 ///        occurrence, as np.argmin). NaN voxels are ignored; only NaNs gives index 0 and value
 ///        NaN. Asynchronous.

@@ -73,16 +73,14 @@ void transform(stream_set& streams, const volume<In>& in, volume<Out>& out, F f)
 /// @brief out(x,y,z) = f(a(x,y,z), b(x,y,z)) for every voxel, as the unary vox::transform.
 ///        Asynchronous. Throws vox::invalid_argument for an empty volume or different extents.
 template <class A, class B, class Out, class F>
-void transform(stream_set& streams, const volume<A>& a, const volume<B>& b, volume<Out>& out,
-               F f) {
+void transform(stream_set& streams, const volume<A>& a, const volume<B>& b, volume<Out>& out, F f) {
   detail::expect_transform_volume(a, "first input");
   detail::expect_transform_volume(b, "second input");
   detail::expect_transform_volume(out, "output");
   expect_same_extent(a.extent(), b.extent(), "transform");
   expect_same_extent(a.extent(), out.extent(), "transform");
   const extent3 e = a.extent();
-  const detail::binary_transform_fn<A, B, Out, F> fn{a.data(), b.data(), out.data(), e.x, e.y,
-                                                     f};
+  const detail::binary_transform_fn<A, B, Out, F> fn{a.data(), b.data(), out.data(), e.x, e.y, f};
   exec::run_op(streams, "transform", streams.plan(e.z), {read(a), read(b), write(out)},
                [&](stream_view s, const slab& w) {
                  detail::for_each_voxel_range(s, fn, e.x, e.y, w.z0, w.z1);
