@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <voxstream/core/error.hpp>
+#include <voxstream/memory/stream_allocator.hpp>
 #include <voxstream/exec/launch.hpp>
 
 #include "../detail/staging.hpp"
@@ -30,7 +31,11 @@ std::vector<slab> make_plan(std::size_t slices, std::size_t streams, slice_mappi
 stream_set::stream_set(std::size_t n, stream_set_options opts)
     : opts_(opts), pool_(std::make_shared<exec::event_pool>()) {
   VOX_EXPECTS(n >= 1, "stream_set", "needs at least one stream, got 0");
+  VOX_EXPECTS(opts.staging_bytes == 0 || opts.staging_bytes >= sizeof(double), "stream_set",
+              "staging_bytes must be 0 or at least the size of one voxel (8 bytes)");
   device_ = detail::current_device("stream_set");
+  // The pool must exist before any capture: the first allocation may happen inside one.
+  detail::init_device_pool("stream_set");
   streams_.reserve(n);
   for (std::size_t i = 0; i < n; ++i)
     streams_.push_back(std::make_shared<exec::stream_state>(i, pool_));

@@ -50,6 +50,8 @@ cudaMemPool_t pool_for_current_device(const char* op) {
 }
 }  // namespace
 
+void init_device_pool(const char* op) { (void)pool_for_current_device(op); }
+
 void* allocate_async(std::size_t bytes, stream_view s) {
   if (bytes == 0) return nullptr;
   cudaMemPool_t pool = pool_for_current_device("stream_allocator");
@@ -90,6 +92,8 @@ constexpr std::align_val_t alignment{256};
 }  // namespace
 
 stream_policy make_policy(stream_view) noexcept { return thrust::omp::par; }
+
+void init_device_pool(const char*) {}
 
 void* allocate_async(std::size_t bytes, stream_view) {
   if (bytes == 0) return nullptr;

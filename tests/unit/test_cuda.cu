@@ -328,6 +328,8 @@ TEST(CudaGraph, PipelineCapturesWithoutSyncOrLegacyStream) {
   std::copy(data.begin(), data.end(), h_in.data());
   std::fill(h_out.data(), h_out.data() + h_out.size(), std::numeric_limits<float>::quiet_NaN());
   s.synchronize();  // the ledger has no outstanding events from before the capture
+  // Deliberately, no device volume exists before the capture: in a process whose first device
+  // work is captured (as when ctest runs this test alone), the first allocation happens inside.
 
   cudaStream_t sentinel{};
   VOXTEST_CUDA(cudaStreamCreate(&sentinel));  // blocking: synchronises with the legacy stream

@@ -27,7 +27,7 @@ inline constexpr dim3u default_block{32, 8, 1};
 /// @brief ceil(n / d) clamped to `limit` (and at least 1).
 [[nodiscard]] constexpr std::uint32_t clamped_blocks(std::size_t n, std::size_t d,
                                                      std::uint32_t limit) noexcept {
-  const std::size_t b = n == 0 ? 1 : (n + d - 1) / d;
+  const std::size_t b = (n == 0 || d == 0) ? 1 : (n + d - 1) / d;
   return static_cast<std::uint32_t>(std::min<std::size_t>(b, limit));
 }
 

@@ -30,6 +30,9 @@ using stream_policy = std::remove_cv_t<decltype(thrust::omp::par)>;
 /// @brief The Thrust execution policy that runs on `s` without synchronising.
 stream_policy make_policy(stream_view s) noexcept;
 
+/// @brief Creates the current device's pool now (cudaMemPoolCreate may not run inside a
+///        stream capture, so stream_set does this at construction, outside any pipeline).
+void init_device_pool(const char* op);
 /// @brief Stream-ordered allocation from voxstream's pool; throws vox::out_of_memory.
 void* allocate_async(std::size_t bytes, stream_view s);
 /// @brief Stream-ordered free; never throws (logs on failure).
