@@ -32,9 +32,7 @@ volume<T>::volume(stream_set& streams, extent3 e, T value) {
   // Allocation (cudaMallocFromPoolAsync) and initialisation (Thrust, par_nosync) both run on
   // the home stream through the allocator.
   storage_ = std::make_unique<storage_type>(n, value, allocator_type(stream_view{home->handle}));
-  exec::mark m{home, ++home->recorded, home->pool->acquire()};
-  detail::record_event(m.event->value(), home->handle, "volume");
-  ledger->set_all_written(m);
+  ledger->set_all_written(exec::record_mark(home, "volume"));
   home_ = std::move(home);
   ledger_ = std::move(ledger);
   extent_ = e;

@@ -202,15 +202,6 @@ class capture_session final : public exec::op_observer {
   bool failed_{false};
 };
 
-// A new mark on stream `st` of `set`, recorded now.
-exec::mark record_mark(stream_set& set, const std::shared_ptr<exec::stream_state>& st,
-                       const char* op) {
-  exec::mark m{st, st->recorded + 1, set.events()->acquire()};
-  detail::record_event(m.event->value(), st->handle, op);
-  ++st->recorded;
-  return m;
-}
-
 // Makes the origin wait on every pending mark of `ledgers` (latest per stream) not on itself.
 // Scans the entries in place: no marks are copied.
 void join_ledgers(const std::vector<exec::slice_ledger*>& ledgers,
@@ -275,7 +266,7 @@ cudaGraph_t capture_graph(stream_set& set, detail::graph_body& body, void* const
   // 1. Outside the capture: the origin waits on all work enqueued so far on the set, and on the
   //    bound volumes' pending work elsewhere. A launch on the origin comes after all of it.
   for (std::size_t i = 1; i < set.size(); ++i) {
-    const exec::mark m = record_mark(set, set.state(i), op);
+    const exec::mark m = exec::record_mark(set.state(i), op);
     detail::stream_wait_event(origin->handle, m.event->value(), op);
   }
   {
@@ -338,7 +329,7 @@ cudaGraph_t capture_graph(stream_set& set, detail::graph_body& body, void* const
   touched = session.touched();
   try {
     if (!touched.empty()) {
-      const exec::mark after = record_mark(set, origin, op);
+      const exec::mark after = exec::record_mark(origin, op);
       for (exec::slice_ledger* l : touched) l->set_all_written(after);
     }
   } catch (...) {

@@ -51,6 +51,13 @@ stream_state::stream_state(std::size_t index_in_set, std::shared_ptr<event_pool>
 
 stream_state::~stream_state() { detail::destroy_stream(handle); }
 
+mark record_mark(const std::shared_ptr<stream_state>& st, const char* op) {
+  mark m{st, st->recorded + 1, st->pool->acquire()};
+  detail::record_event(m.event->value(), st->handle, op);
+  ++st->recorded;
+  return m;
+}
+
 void slice_ledger::set_all_written(const mark& m) {
   for (auto& e : entries_) {
     e.writer = m;

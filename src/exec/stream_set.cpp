@@ -71,11 +71,9 @@ std::size_t stream_set::stream_for_slice(std::size_t z, std::size_t slices) cons
 
 void stream_set::synchronize() {
   for (auto& s : streams_) {
-    auto ev = pool_->acquire();
-    detail::record_event(ev->value(), s->handle, "stream_set::synchronize");
-    ++s->recorded;
-    detail::event_synchronize(ev->value(), "stream_set::synchronize");
-    s->completed = s->recorded;
+    const exec::mark m = exec::record_mark(s, "stream_set::synchronize");
+    detail::event_synchronize(m.event->value(), "stream_set::synchronize");
+    s->completed = m.seq;
   }
 }
 
@@ -251,11 +249,8 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
   // 3. One event per stream used.
   std::vector<mark> marks(set.size());
   for (std::size_t si : used) {
-    auto& st = set.streams_[si];
-    mark m{st, ++st->recorded, set.pool_->acquire()};
-    detail::record_event(m.event->value(), st->handle, op);
+    marks[si] = record_mark(set.streams_[si], op);
     ++set.records_;
-    marks[si] = std::move(m);
   }
 
 #if defined(VOXSTREAM_DEBUG_SYNC)

@@ -79,6 +79,10 @@ struct mark {
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(event); }
 };
 
+/// @brief Records a new event on `st` now (from its pool) and returns it as the stream's next
+///        mark. The sequence number advances only once the record succeeded. Asynchronous.
+mark record_mark(const std::shared_ptr<stream_state>& st, const char* op);
+
 /// @brief Ledger entry of one z-slice.
 struct slice_entry {
   mark writer;
