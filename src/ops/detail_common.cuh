@@ -19,6 +19,7 @@
 #include <voxstream/exec/ledger.hpp>
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/memory/device_buffer.hpp>
+#include <voxstream/ops/reduce.hpp>
 
 #include "../detail/cuda_check.hpp"
 
@@ -148,6 +149,18 @@ class scratch {
   device_buffer<T> buf_;
   exec::slice_ledger ledger_;
 };
+
+/// The plan of a whole-volume reduction of `slices` slices of `slice_bytes` each: the set's
+/// plan when its slabs are at least reduction_slab_bytes(), otherwise one slab covering the
+/// volume on the stream of the set's first slab (see reduce.hpp).
+inline std::vector<slab> reduction_plan(const stream_set& set, std::size_t slices,
+                                        std::size_t slice_bytes) {
+  std::vector<slab> plan = set.plan(slices);
+  const std::size_t per_slab = slices / plan.size() * slice_bytes;
+  if (plan.size() > 1 && per_slab < reduction_slab_bytes())
+    plan = std::vector<slab>{slab{plan.front().stream, 0, slices}};
+  return plan;
+}
 
 /// Index of the slab of `plan` that starts at slice z0 (the plans are sorted by z0).
 inline std::size_t slab_index(const std::vector<slab>& plan, std::size_t z0) {

@@ -384,9 +384,9 @@ void combine_pass(stream_view s, const typename P::acc* partials, std::size_t co
 }
 
 /// The two phases of a whole-volume reduction of `in` (see reduce.hpp), the result written to
-/// `dst` on stream `c` of the set, which must be plan.front()'s. Phase 2 also declares `extra`
-/// accesses (e.g. the write of a scratch that holds `dst`). Returns the mark run_op recorded on
-/// `c` after the combine.
+/// `dst` on stream `c` = reduction_plan(...).front().stream, the stream of the set's first slab.
+/// Phase 2 also declares `extra` accesses (e.g. the write of a scratch that holds `dst`). Returns
+/// the mark run_op recorded on `c` after the combine.
 template <class T, class P>
 exec::mark reduce_to(stream_set& streams, const volume<T>& in, const char* op,
                      const reduce_ctx& ctx, typename P::result* dst,
@@ -394,7 +394,7 @@ exec::mark reduce_to(stream_set& streams, const volume<T>& in, const char* op,
   using acc = typename P::acc;
   const extent3 e = in.extent();
   const std::size_t slice = e.slice_voxels();
-  const std::vector<slab> plan = streams.plan(e.z);
+  const std::vector<slab> plan = reduction_plan(streams, e.z, slice * sizeof(T));
   const std::size_t c = plan.front().stream;
   std::vector<std::size_t> offset(plan.size() + 1, 0);
   for (std::size_t i = 0; i < plan.size(); ++i)

@@ -84,8 +84,7 @@ template <class F, int R>
 gauss_taps<F, R> make_taps(double sigma, idx_t r) {
   gauss_taps<F, R> t{};
   const std::vector<double> w = gauss_weights(sigma, r);
-  for (idx_t i = -r; i <= r; ++i)
-    t.w[R + i] = static_cast<F>(w[static_cast<std::size_t>(i + r)]);
+  for (idx_t i = -r; i <= r; ++i) t.w[R + i] = static_cast<F>(w[static_cast<std::size_t>(i + r)]);
   t.r = static_cast<int>(r);
   return t;
 }
@@ -117,7 +116,7 @@ __device__ __forceinline__ void correlate8(const gauss_taps<F, R>& w, At at, F (
   }
 }
 
-inline constexpr int gx_tile = 64;     // output columns per block of the xy pass
+inline constexpr int gx_tile = 64;  // output columns per block of the xy pass
 inline constexpr int gx_threads = 256;
 
 template <class F>
@@ -183,7 +182,8 @@ __global__ void __launch_bounds__(gx_threads, 2)
           for (int task = t; task < HY * (TX / 8); task += gx_threads) {
             const int r = task % HY, c0 = (task / HY) * 8;
             F acc[8];
-            correlate8<F, R, EXACT>(wx, [&](int k) { return s[r][c0 + k]; }, acc);
+            correlate8<F, R, EXACT>(
+                wx, [&](int k) { return s[r][c0 + k]; }, acc);
 #pragma unroll
             for (int j = 0; j < 8; ++j) xs[r][c0 + j] = acc[j];
           }
@@ -192,7 +192,8 @@ __global__ void __launch_bounds__(gx_threads, 2)
           for (int task = t; task < TX * (TY / 8); task += gx_threads) {
             const int c = task % TX, r0 = (task / TX) * 8;
             F acc[8];
-            correlate8<F, R, EXACT>(wy, [&](int k) { return xs[r0 + k][c]; }, acc);
+            correlate8<F, R, EXACT>(
+                wy, [&](int k) { return xs[r0 + k][c]; }, acc);
             const idx_t gxp = x0 + c;
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
@@ -209,9 +210,9 @@ __global__ void __launch_bounds__(gx_threads, 2)
 }
 
 template <class F, int R, bool EXACT>
-__global__ void __launch_bounds__(st_threads, 3)
-    gauss_z_kernel(const F* __restrict__ in, F* __restrict__ out, march_geom g, border mode,
-                   F cval, gauss_taps<F, R> wz) {
+__global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 3 : 2)
+    gauss_z_kernel(const F* __restrict__ in, F* __restrict__ out, march_geom g, border mode, F cval,
+                   gauss_taps<F, R> wz) {
   constexpr int W = 2 * R + 1;
   const idx_t slice = g.nx * g.ny;
   for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
@@ -226,18 +227,23 @@ __global__ void __launch_bounds__(st_threads, 3)
           const idx_t mz = map_fast(z, g.nz, mode);
           return mz < 0 ? cval : col[mz * slice];
         };
-        // Slot (s + k) % W holds slice z - R + k at step s = z - zs; steps unrolled by W keep
-        // every slot index a compile-time constant, so the window stays in registers (and the
-        // loads of an unrolled round can all be in flight together).
-        F ring[W];
+        // Slot (s + k) % W of `ring` holds slice z - R + k at step s = z - zs; steps unrolled by W
+        // keep every slot index a compile-time constant, so the window stays in registers. The
+        // slice entering the window at step s (z + R) is loaded a whole round (W steps) earlier
+        // into pf[s % W], so about W loads per thread are always in flight.
+        F ring[W], pf[W];
 #pragma unroll
         for (int k = 0; k < W - 1; ++k) ring[k] = ld(zs - R + k);
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+          if (zs + j < ze) pf[j] = ld(zs + j + R);
         for (idx_t zb = zs; zb < ze; zb += W) {
 #pragma unroll
           for (int j = 0; j < W; ++j) {
             const idx_t z = zb + j;
             if (z >= ze) break;
-            ring[(j + W - 1) % W] = ld(z + R);
+            ring[(j + W - 1) % W] = pf[j];
+            if (z + W < ze) pf[j] = ld(z + W + R);
             F acc = F(0);
 #pragma unroll
             for (int k = 0; k < W; ++k)
@@ -281,8 +287,9 @@ void run_gauss_z(stream_set& streams, const char* op, const volume<F>& in, volum
                [&](stream_view s, const slab& w) {
                  const march_geom g = make_march(e, w, st_tx, st_ty);
                  const dim3u gr = march_grid(g);
-                 gauss_z_kernel<F, R, EXACT><<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0,
-                                               s.value()>>>(src, dst, g, o.mode, cval, wz);
+                 gauss_z_kernel<F, R, EXACT>
+                     <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(
+                         src, dst, g, o.mode, cval, wz);
                  detail::check_launch(op);
                });
 }
@@ -425,8 +432,8 @@ void grey_dilation(stream_set& streams, const volume<T>& in, volume<T>& out, vol
 }
 
 template <class T>
-void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out,
-              sigma3 sigma, const filter_options& opts) {
+void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out, sigma3 sigma,
+              const filter_options& opts) {
   gaussian_impl<T>(streams, in, out, nullptr, sigma, opts);
 }
 template <class T>
@@ -435,22 +442,22 @@ void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>
   gaussian_impl<T>(streams, in, out, &scratch, sigma, opts);
 }
 
-#define VOX_INSTANTIATE(T)                                                                      \
-  template void uniform<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,              \
-                           const filter_options&);                                              \
-  template void uniform<T>(stream_set&, const volume<T>&, volume<T>&, volume<T>&, filter_size,  \
-                           const filter_options&);                                              \
-  template void grey_erosion<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,         \
-                                const filter_options&);                                         \
-  template void grey_erosion<T>(stream_set&, const volume<T>&, volume<T>&, volume<T>&,          \
-                                filter_size, const filter_options&);                            \
-  template void grey_dilation<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,        \
-                                 const filter_options&);                                        \
-  template void grey_dilation<T>(stream_set&, const volume<T>&, volume<T>&, volume<T>&,         \
-                                 filter_size, const filter_options&);                           \
-  template void gaussian<T>(stream_set&, const volume<T>&, volume<filter_real_t<T>>&, sigma3,   \
-                            const filter_options&);                                             \
-  template void gaussian<T>(stream_set&, const volume<T>&, volume<filter_real_t<T>>&,           \
+#define VOX_INSTANTIATE(T)                                                                     \
+  template void uniform<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,             \
+                           const filter_options&);                                             \
+  template void uniform<T>(stream_set&, const volume<T>&, volume<T>&, volume<T>&, filter_size, \
+                           const filter_options&);                                             \
+  template void grey_erosion<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,        \
+                                const filter_options&);                                        \
+  template void grey_erosion<T>(stream_set&, const volume<T>&, volume<T>&, volume<T>&,         \
+                                filter_size, const filter_options&);                           \
+  template void grey_dilation<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,       \
+                                 const filter_options&);                                       \
+  template void grey_dilation<T>(stream_set&, const volume<T>&, volume<T>&, volume<T>&,        \
+                                 filter_size, const filter_options&);                          \
+  template void gaussian<T>(stream_set&, const volume<T>&, volume<filter_real_t<T>>&, sigma3,  \
+                            const filter_options&);                                            \
+  template void gaussian<T>(stream_set&, const volume<T>&, volume<filter_real_t<T>>&,          \
                             volume<filter_real_t<T>>&, sigma3, const filter_options&);
 VOX_INSTANTIATE(std::uint8_t)
 VOX_INSTANTIATE(std::uint16_t)

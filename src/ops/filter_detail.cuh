@@ -25,9 +25,11 @@
 
 // Unrolling hint for loops shared by both backends (g++ does not know `#pragma unroll`).
 #if defined(__CUDA_ARCH__)
-#define VOX_FILTER_UNROLL _Pragma("unroll")
+#define VOX_FILTER_UNROLL  _Pragma("unroll")
+#define VOX_FILTER_UNROLL4 _Pragma("unroll 4")
 #else
 #define VOX_FILTER_UNROLL
+#define VOX_FILTER_UNROLL4
 #endif
 
 namespace vox::detail::filt {
@@ -54,7 +56,8 @@ template <class O, class A>
 VOX_HD inline O to_voxel(A v) {
   if constexpr (std::is_integral_v<O>) {
     if (!(v == v)) return O(0);
-    if (v <= static_cast<A>(std::numeric_limits<O>::lowest())) return std::numeric_limits<O>::lowest();
+    if (v <= static_cast<A>(std::numeric_limits<O>::lowest()))
+      return std::numeric_limits<O>::lowest();
     if (v >= static_cast<A>(std::numeric_limits<O>::max())) return std::numeric_limits<O>::max();
     return static_cast<O>(v);
   } else {
@@ -153,9 +156,9 @@ inline radii check_size(const char* op, const filter_size& s, int dims) {
 
 /// Gaussian radius as scipy computes it: int(truncate * sigma + 0.5).
 inline idx_t gauss_radius(const char* op, double sigma, double truncate, int axis) {
-  VOX_EXPECTS(std::isfinite(sigma) && sigma > 0, op,
-              "sigma along " + axis_name(axis) + " must be finite and > 0, got " +
-                  std::to_string(sigma));
+  VOX_EXPECTS(
+      std::isfinite(sigma) && sigma > 0, op,
+      "sigma along " + axis_name(axis) + " must be finite and > 0, got " + std::to_string(sigma));
   VOX_EXPECTS(std::isfinite(truncate) && truncate >= 0, op,
               "truncate must be finite and >= 0, got " + std::to_string(truncate));
   const double r = truncate * sigma + 0.5;
@@ -242,7 +245,8 @@ struct pass_fn {
   A p1;
 
   VOX_HD void operator()(std::size_t x, std::size_t y, std::size_t z) const {
-    const idx_t i = (static_cast<idx_t>(z) * ny + static_cast<idx_t>(y)) * nx + static_cast<idx_t>(x);
+    const idx_t i =
+        (static_cast<idx_t>(z) * ny + static_cast<idx_t>(y)) * nx + static_cast<idx_t>(x);
     idx_t c = static_cast<idx_t>(x), n = nx, stride = 1;
     if (axis == 1) {
       c = static_cast<idx_t>(y);
@@ -256,20 +260,28 @@ struct pass_fn {
     const idx_t base = i - c * stride;
     A acc{};
     if constexpr (P == pass_op::min || P == pass_op::max) acc = tap(base, c, stride, n, 0);
-    for (idx_t o = -r; o <= r; ++o) {
-      const A v = tap(base, c, stride, n, o);
-      if constexpr (P == pass_op::mean) {
-        acc += v;
-      } else if constexpr (P == pass_op::min) {
-        acc = vmin(acc, v);
-      } else if constexpr (P == pass_op::max) {
-        acc = vmax(acc, v);
-      } else {
-        acc += exp_of(p1 * static_cast<A>(o * o)) * p0 * v;
-      }
+    if (c - r >= 0 && c + r < n) {
+      // Inside the volume: plain loads that an unrolled loop keeps in flight together.
+      const In* p = in + i;
+      VOX_FILTER_UNROLL4
+      for (idx_t o = -r; o <= r; ++o) add(acc, static_cast<A>(p[o * stride]), o);
+    } else {
+      for (idx_t o = -r; o <= r; ++o) add(acc, tap(base, c, stride, n, o), o);
     }
     if constexpr (P == pass_op::mean) acc = acc / p0;
     out[i] = to_voxel<Out>(acc);
+  }
+
+  VOX_HD void add(A& acc, A v, idx_t o) const {
+    if constexpr (P == pass_op::mean) {
+      acc += v;
+    } else if constexpr (P == pass_op::min) {
+      acc = vmin(acc, v);
+    } else if constexpr (P == pass_op::max) {
+      acc = vmax(acc, v);
+    } else {
+      acc += exp_of(p1 * static_cast<A>(o * o)) * p0 * v;
+    }
   }
 
   VOX_HD A tap(idx_t base, idx_t c, idx_t stride, idx_t n, idx_t o) const {
@@ -287,10 +299,19 @@ template <class In, class Out, class A, pass_op P>
 void run_pass(stream_set& streams, const char* op, const volume<In>& src, volume<Out>& dst,
               int axis, idx_t r, border mode, A cval, A p0 = A(1), A p1 = A(0)) {
   const extent3 e = src.extent();
-  const pass_fn<In, Out, A, P> f{src.data(), dst.data(), static_cast<idx_t>(e.x),
-                                 static_cast<idx_t>(e.y), static_cast<idx_t>(e.z), axis, r,
-                                 mode, cval, p0, p1};
-  exec::run_op(streams, op, streams.plan(e.z), {vox::read(src, axis == 2 ? z_halo(r, e) : 0), vox::write(dst)},
+  const pass_fn<In, Out, A, P> f{src.data(),
+                                 dst.data(),
+                                 static_cast<idx_t>(e.x),
+                                 static_cast<idx_t>(e.y),
+                                 static_cast<idx_t>(e.z),
+                                 axis,
+                                 r,
+                                 mode,
+                                 cval,
+                                 p0,
+                                 p1};
+  exec::run_op(streams, op, streams.plan(e.z),
+               {vox::read(src, axis == 2 ? z_halo(r, e) : 0), vox::write(dst)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
 }
 
@@ -402,8 +423,8 @@ VOX_HD inline void sort3(V a, V b, V c, V (&out)[3]) {
   out[2] = vmax(t, hi);
 }
 
-// Three sorted triples -> the sorted 9 (36 min/max); generated by Batcher odd-even merging with padding removed and unused
-// comparators pruned, checked exhaustively (0-1 principle) and on random inputs.
+// Three sorted triples -> the sorted 9 (36 min/max). Generated: Batcher odd-even merges with the
+// +inf padding removed and unused comparators pruned; checked on all 0-1 inputs and at random.
 template <class V>
 VOX_HD inline void merge_3x3(const V (&a)[3], const V (&b)[3], const V (&c)[3], V (&out)[9]) {
   const V t1 = vmin(a[0], b[0]);
@@ -453,8 +474,8 @@ VOX_HD inline void merge_3x3(const V (&a)[3], const V (&b)[3], const V (&c)[3], 
   out[8] = t36;
 }
 
-// Two sorted 9-lists -> ranks 5..14 (1-based) of their merge (48 min/max); generated by Batcher odd-even merging with padding removed and unused
-// comparators pruned, checked exhaustively (0-1 principle) and on random inputs.
+// Two sorted 9-lists -> ranks 5..14 (1-based) of their merge (48 min/max). Generated as above;
+// checked on all 0-1 inputs and at random.
 template <class V>
 VOX_HD inline void merge_9x9_mid(const V (&p)[9], const V (&q)[9], V (&out)[10]) {
   const V t2 = vmax(p[0], q[0]);
@@ -646,9 +667,9 @@ inline constexpr int st_slots = (st_halo + st_threads - 1) / st_threads;
 /// Geometry of one slab launch of a z-marching tile kernel.
 struct march_geom {
   idx_t nx, ny, nz;
-  idx_t z0, z1;       ///< the slab
-  idx_t chunk;        ///< slices per block
-  idx_t chunks;       ///< chunks in the slab
+  idx_t z0, z1;  ///< the slab
+  idx_t chunk;   ///< slices per block
+  idx_t chunks;  ///< chunks in the slab
   idx_t tiles_x, tiles_y;
 };
 
@@ -687,7 +708,8 @@ struct stencil_args {
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
 
 /// map_border out of line: the modulo code of reflect and wrap stays out of the kernels' hot
-/// loops (and their register budget); in-range indices never call it.
+/// loops and their register budget (inlined into unrolled load sequences it made the kernels
+/// spill); in-range indices never call it.
 __device__ __noinline__ inline idx_t map_outside(idx_t i, idx_t n, border mode) {
   return map_border(i, n, mode);
 }
@@ -745,9 +767,7 @@ __global__ void __launch_bounds__(st_threads, 3)
         auto fetch = [&](int i, idx_t mz) -> A {
           return (off[i] < 0 || mz < 0) ? a.pad : static_cast<A>(in[mz * slice + off[i]]);
         };
-        auto ring = [&](idx_t z) -> A* {
-          return &raw[static_cast<int>(z - zs + RZ) % NB][0][0];
-        };
+        auto ring = [&](idx_t z) -> A* { return &raw[static_cast<int>(z - zs + RZ) % NB][0][0]; };
 
         // Slices [zs - RZ, first group's end + RZ) now; then each group prefetches the next's.
         idx_t loaded = (zs + G < ze ? zs + G : ze) + RZ;
@@ -864,16 +884,17 @@ __global__ void __launch_bounds__(st_threads, 3)
                   }
                   res = sqrt_of(gxv * gxv + gyv * gyv + gzv * gzv);
                 } else {
-                  constexpr int axis =
-                      K == stencil_kind::sobel_x ? 0 : K == stencil_kind::sobel_y ? 1 : 2;
+                  constexpr int axis = K == stencil_kind::sobel_x   ? 0
+                                       : K == stencil_kind::sobel_y ? 1
+                                                                    : 2;
                   if constexpr (axis == 0) {
                     res = sb[0][ty][tx + 2] - sb[0][ty][tx];
                   } else {
                     res = smooth3(sb[0][ty][tx], sb[0][ty][tx + 1], sb[0][ty][tx + 2]);
                   }
                   if (corr)
-                    res += a.cval *
-                           sobel_border_weight<A>(axis, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
+                    res +=
+                        a.cval * sobel_border_weight<A>(axis, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
                 }
               }
               out[z * slice + gy * g.nx + gx] = to_voxel<O>(res);
@@ -907,19 +928,20 @@ void run_stencil3(stream_set& streams, const char* op, const volume<T>& in, volu
   const extent3 e = in.extent();
   const T* src = in.data();
   O* dst = out.data();
-  exec::run_op(streams, op, streams.plan(e.z), {vox::read(in, dims == 3 ? 1 : 0), vox::write(out)},
-               [&](stream_view s, const slab& w) {
-                 stencil_args<A> args{make_march(e, w, st_tx, st_ty), mode, pad, cval};
-                 const dim3u gr = march_grid(args.g);
-                 if (dims == 3) {
-                   stencil3_kernel<T, O, A, K, 1>
-                       <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(src, dst, args);
-                 } else {
-                   stencil3_kernel<T, O, A, K, 0>
-                       <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(src, dst, args);
-                 }
-                 check_launch(op);
-               });
+  exec::run_op(
+      streams, op, streams.plan(e.z), {vox::read(in, dims == 3 ? 1 : 0), vox::write(out)},
+      [&](stream_view s, const slab& w) {
+        stencil_args<A> args{make_march(e, w, st_tx, st_ty), mode, pad, cval};
+        const dim3u gr = march_grid(args.g);
+        if (dims == 3) {
+          stencil3_kernel<T, O, A, K, 1>
+              <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(src, dst, args);
+        } else {
+          stencil3_kernel<T, O, A, K, 0>
+              <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(src, dst, args);
+        }
+        check_launch(op);
+      });
 }
 
 #endif  // VOX_BACKEND_CUDA && __CUDACC__

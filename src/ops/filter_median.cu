@@ -19,8 +19,8 @@ template <class T>
 __global__ void __launch_bounds__(st_threads, 2)
     median3_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
                    T cval) {
-  __shared__ T sp[2][st_hy][st_hx];         // two raw planes with their xy halo
-  __shared__ T sc[2][3][st_ty][st_hx];      // their sorted y-triples
+  __shared__ T sp[2][st_hy][st_hx];     // two raw planes with their xy halo
+  __shared__ T sc[2][3][st_ty][st_hx];  // their sorted y-triples
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int t = ty * st_tx + tx;
   const idx_t slice = g.nx * g.ny;
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(st_threads, 2)
         }
         // Loads of planes za and zb into registers (issued now, consumed by `sort`), so that
         // the next planes are in flight while the current ones are merged.
-        auto fetch = [&](idx_t za, idx_t zb, T (&v)[md_slots]) {
+        auto fetch = [&](idx_t za, idx_t zb, T(&v)[md_slots]) {
           const idx_t ma = map_fast(za, g.nz, mode), mb = map_fast(zb, g.nz, mode);
 #pragma unroll
           for (int i = 0; i < md_slots; ++i) {
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(st_threads, 2)
           }
         };
         // Stores fetched planes and sorts their y-triples into sc (both barriers inside).
-        auto sort = [&](const T (&v)[md_slots]) {
+        auto sort = [&](const T(&v)[md_slots]) {
 #pragma unroll
           for (int i = 0; i < md_slots; ++i)
             if (dst[i] >= 0) (&sp[0][0][0])[dst[i]] = v[i];
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(st_threads, 2)
         };
         // The sorted 3x3 window of plane p (0, 1) at this thread's output column. sc stays valid
         // until the next `sort` passes its first barrier.
-        auto window = [&](int p, T (&w)[9]) {
+        auto window = [&](int p, T(&w)[9]) {
           T a[3], b[3], c[3];
 #pragma unroll
           for (int k = 0; k < 3; ++k) {
@@ -98,14 +98,14 @@ __global__ void __launch_bounds__(st_threads, 2)
         window(1, mid);
         fetch(zs + 1, zs + 2, pf);
         for (idx_t z = zs; z < ze; z += 2) {
-          sort(pf);                                  // planes z + 1, z + 2
-          if (z + 2 < ze) fetch(z + 3, z + 4, pf);   // in flight during the merges below
-          window(0, next);                           // plane z + 1
-          merge_9x9_mid(mid, next, m);               // planes z, z + 1: shared by outputs z, z + 1
+          sort(pf);                                 // planes z + 1, z + 2
+          if (z + 2 < ze) fetch(z + 3, z + 4, pf);  // in flight during the merges below
+          window(0, next);                          // plane z + 1
+          merge_9x9_mid(mid, next, m);              // planes z, z + 1: shared by outputs z, z + 1
           if (store) out[z * slice + col] = kth14(m, below);
 #pragma unroll
           for (int k = 0; k < 9; ++k) below[k] = next[k];
-          window(1, next);                           // plane z + 2
+          window(1, next);  // plane z + 2
           if (store && z + 1 < ze) out[(z + 1) * slice + col] = kth14(m, next);
 #pragma unroll
           for (int k = 0; k < 9; ++k) mid[k] = next[k];
@@ -156,8 +156,7 @@ void median(stream_set& streams, const volume<T>& in, volume<T>& out, std::size_
   const char* op = "median";
   check_options(op, opts);
   check_io(op, in, out);
-  VOX_EXPECTS(size == 3 || size == 5, op,
-              "size must be 3 or 5, got " + std::to_string(size));
+  VOX_EXPECTS(size == 3 || size == 5, op, "size must be 3 or 5, got " + std::to_string(size));
   const T cval = to_voxel<T>(opts.cval);
   const bool d3 = opts.dims == 3;
 #if VOX_BACKEND_CUDA
@@ -179,8 +178,9 @@ void median(stream_set& streams, const volume<T>& in, volume<T>& out, std::size_
   }
 }
 
-#define VOX_INSTANTIATE(T) \
-  template void median<T>(stream_set&, const volume<T>&, volume<T>&, std::size_t, const filter_options&);
+#define VOX_INSTANTIATE(T)                                                        \
+  template void median<T>(stream_set&, const volume<T>&, volume<T>&, std::size_t, \
+                          const filter_options&);
 VOX_INSTANTIATE(std::uint8_t)
 VOX_INSTANTIATE(std::uint16_t)
 VOX_INSTANTIATE(std::int16_t)

@@ -17,13 +17,16 @@ void run_sobel(stream_set& streams, const char* op, const volume<T>& in,
 #if VOX_BACKEND_CUDA
   switch (which) {
     case 0:
-      run_stencil3<T, F, F, stencil_kind::sobel_x>(streams, op, in, out, o.dims, o.mode, F(0), cval);
+      run_stencil3<T, F, F, stencil_kind::sobel_x>(streams, op, in, out, o.dims, o.mode, F(0),
+                                                   cval);
       break;
     case 1:
-      run_stencil3<T, F, F, stencil_kind::sobel_y>(streams, op, in, out, o.dims, o.mode, F(0), cval);
+      run_stencil3<T, F, F, stencil_kind::sobel_y>(streams, op, in, out, o.dims, o.mode, F(0),
+                                                   cval);
       break;
     case 2:
-      run_stencil3<T, F, F, stencil_kind::sobel_z>(streams, op, in, out, o.dims, o.mode, F(0), cval);
+      run_stencil3<T, F, F, stencil_kind::sobel_z>(streams, op, in, out, o.dims, o.mode, F(0),
+                                                   cval);
       break;
     default:
       run_stencil3<T, F, F, stencil_kind::magnitude>(streams, op, in, out, o.dims, o.mode, F(0),
@@ -41,7 +44,8 @@ void run_sobel(stream_set& streams, const char* op, const volume<T>& in,
                          cval,
                          which,
                          o.dims == 3};
-  exec::run_op(streams, op, streams.plan(e.z), {vox::read(in, o.dims == 3 ? 1 : 0), vox::write(out)},
+  exec::run_op(streams, op, streams.plan(e.z),
+               {vox::read(in, o.dims == 3 ? 1 : 0), vox::write(out)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
 #endif
 }

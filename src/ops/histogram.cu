@@ -213,7 +213,7 @@ histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t
 
   const extent3 e = in.extent();
   const std::size_t slice = e.slice_voxels();
-  const std::vector<slab> plan = streams.plan(e.z);
+  const std::vector<slab> plan = iops::reduction_plan(streams, e.z, slice * sizeof(T));
   const std::size_t c = plan.front().stream;
   const T* src = in.data();
 

@@ -1,5 +1,6 @@
 #include <voxstream/ops/reduce.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -79,6 +80,16 @@ void copy_result_to_host(void* dst, const void* src, std::size_t bytes, const ch
 #endif
 
 }  // namespace detail
+
+namespace {
+std::atomic<std::size_t> slab_bytes_threshold{std::size_t{64} << 20};
+}  // namespace
+
+std::size_t set_reduction_slab_bytes(std::size_t bytes) noexcept {
+  return slab_bytes_threshold.exchange(bytes);
+}
+
+std::size_t reduction_slab_bytes() noexcept { return slab_bytes_threshold.load(); }
 
 namespace iops = detail::iops;
 

@@ -2,6 +2,7 @@
 // precision host reference, on both backends.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -15,6 +16,7 @@
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/io/transfer.hpp>
 #include <voxstream/ops/elementwise.hpp>
+#include <voxstream/ops/reduce.hpp>
 #include <voxstream/ops/transform.hpp>
 #include <voxstream/volume.hpp>
 
@@ -124,9 +126,11 @@ template <class T>
 
 // --- transform helpers (extended lambdas need a named enclosing function) -----------------------
 
-inline void square_plus_one(vox::stream_set& s, const vox::volume<float>& in,
-                            vox::volume<float>& out) {
-  vox::transform(s, in, out, [] VOX_LAMBDA(float v) { return v * v + 1.0f; });
+// 2v + 1: the product is exact, so a fused multiply-add (nvcc contracts this) rounds the same way
+// as the host reference does; v * v + 1 would differ in the last bit on the GPU.
+inline void twice_plus_one(vox::stream_set& s, const vox::volume<float>& in,
+                           vox::volume<float>& out) {
+  vox::transform(s, in, out, [] VOX_LAMBDA(float v) { return v * 2.0f + 1.0f; });
 }
 
 struct weighted_difference {
@@ -367,32 +371,43 @@ TEST(ElementwiseNormalize, ConstantVolumeMapsToLo) {
 }
 
 TEST(ElementwiseNormalize, InPlaceAfterAPerSlabProducer) {
-  // The producer writes on 32 streams; normalize's min/max must see every slab's final values.
-  vox::stream_set s(32);
-  const extent3 e{16, 8, 64};
-  auto h = random_values<float>(e.voxels(), 61, 0.0, 1.0);
-  auto in = make_volume(s, e, h);
-  vox::multiply(s, in, 4.0, in);  // in place, per slab
-  vox::normalize(s, in, in, 0.0, 1.0);
-  const auto got = fetch(s, in);
-  double mn = 1e300, mx = -1e300;
-  for (float v : h) {
-    const double d = static_cast<double>(static_cast<float>(static_cast<double>(v) * 4.0));
-    mn = std::min(mn, d);
-    mx = std::max(mx, d);
-  }
-  for (std::size_t i = 0; i < h.size(); ++i) {
-    const double d = static_cast<double>(static_cast<float>(static_cast<double>(h[i]) * 4.0));
-    ASSERT_EQ(got[i], static_cast<float>(std::fma(d - mn, 1.0 / (mx - mn), 0.0))) << i;
+  // The producer writes on 32 streams; normalize's min/max must see every slab's final values,
+  // whether it reduces per slab or in one launch.
+  for (bool per_slab : {false, true}) {
+    const std::size_t old =
+        vox::set_reduction_slab_bytes(per_slab ? 0 : std::numeric_limits<std::size_t>::max());
+    vox::stream_set s(32);
+    const extent3 e{16, 8, 64};
+    auto h = random_values<float>(e.voxels(), 61, 0.0, 1.0);
+    auto in = make_volume(s, e, h);
+    vox::multiply(s, in, 4.0, in);  // in place, per slab
+    vox::normalize(s, in, in, 0.0, 1.0);
+    const auto got = fetch(s, in);
+    vox::set_reduction_slab_bytes(old);
+    double mn = 1e300, mx = -1e300;
+    for (float v : h) {
+      const double d = static_cast<double>(static_cast<float>(static_cast<double>(v) * 4.0));
+      mn = std::min(mn, d);
+      mx = std::max(mx, d);
+    }
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      const double d = static_cast<double>(static_cast<float>(static_cast<double>(h[i]) * 4.0));
+      ASSERT_EQ(got[i], static_cast<float>(std::fma(d - mn, 1.0 / (mx - mn), 0.0)))
+          << i << (per_slab ? " per slab" : " whole");
+    }
   }
 }
 
 // --- streams, mappings, shapes --------------------------------------------------------------------
 
+namespace elementwise_test {
+
 struct stream_case {
   std::size_t streams;
   vox::slice_mapping mapping;
 };
+
+}  // namespace elementwise_test
 
 class ElementwiseStreams : public ::testing::TestWithParam<stream_case> {};
 
@@ -453,9 +468,9 @@ TEST(ElementwiseTransform, UnaryAndBinaryUserFunctors) {
   const auto hf = random_values<float>(odd.voxels(), 91, -3, 3);
   const auto in = make_volume(s, odd, hf);
   vox::volume<float> out(s, odd, poison<float>());
-  square_plus_one(s, in, out);
+  twice_plus_one(s, in, out);
   std::vector<float> wf(hf.size());
-  for (std::size_t i = 0; i < hf.size(); ++i) wf[i] = hf[i] * hf[i] + 1.0f;
+  for (std::size_t i = 0; i < hf.size(); ++i) wf[i] = hf[i] * 2.0f + 1.0f;
   EXPECT_TRUE(all_equal(fetch(s, out), wf));
 
   const auto ha = random_values<std::uint16_t>(odd.voxels(), 92);
@@ -469,8 +484,8 @@ TEST(ElementwiseTransform, UnaryAndBinaryUserFunctors) {
   EXPECT_TRUE(all_equal(fetch(s, o2), w2));
 
   // in place
-  square_plus_one(s, out, out);
-  for (auto& v : wf) v = v * v + 1.0f;
+  twice_plus_one(s, out, out);
+  for (auto& v : wf) v = v * 2.0f + 1.0f;
   EXPECT_TRUE(all_equal(fetch(s, out), wf));
 }
 
@@ -507,7 +522,7 @@ TEST(ElementwiseBadInput, RejectedBeforeAnythingIsEnqueued) {
   expect_rejected(s, out, [&] { vox::normalize(s, in, out, 2.0, 1.0); });
   expect_rejected(s, mask, [&] { vox::threshold(s, in, mask, std::nan("")); });
   expect_rejected(s, mask, [&] { vox::threshold_range(s, in, mask, 2.0, 1.0); });
-  expect_rejected(s, out, [&] { elementwise_test::square_plus_one(s, other, out); });
+  expect_rejected(s, out, [&] { elementwise_test::twice_plus_one(s, other, out); });
   EXPECT_THROW(vox::fill(s, empty, 1.0f), vox::invalid_argument);
   EXPECT_THROW(vox::convert(s, in, empty), vox::invalid_argument);
 }

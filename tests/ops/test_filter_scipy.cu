@@ -123,7 +123,9 @@ int run_fixtures(const std::string& dtype, const tolerances& tol, vox::slice_map
       } else if (c.op == "sobel") {
         const std::string a = c.kv.at("axis");
         vox::sobel(set, in, out,
-                   a == "x" ? vox::filter_axis::x : a == "y" ? vox::filter_axis::y : vox::filter_axis::z,
+                   a == "x"   ? vox::filter_axis::x
+                   : a == "y" ? vox::filter_axis::y
+                              : vox::filter_axis::z,
                    o);
         t = tol.sobel;
       } else {

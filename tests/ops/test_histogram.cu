@@ -126,14 +126,42 @@ TEST(HistogramBins, ManyBinsUseTheGlobalPathAndAgree) {
   }
 }
 
+namespace histogram_test {
+
 struct stream_case {
   std::size_t streams;
   vox::slice_mapping mapping;
+  bool per_slab;
 };
+
+/// Forces whole-volume reductions per slab (true) or into one launch (false) for a scope.
+struct slab_mode {
+  std::size_t old;
+  explicit slab_mode(bool per_slab)
+      : old(vox::set_reduction_slab_bytes(per_slab ? 0 : std::numeric_limits<std::size_t>::max())) {
+  }
+  ~slab_mode() { vox::set_reduction_slab_bytes(old); }
+  slab_mode(const slab_mode&) = delete;
+  slab_mode& operator=(const slab_mode&) = delete;
+};
+
+std::vector<stream_case> stream_cases() {
+  std::vector<stream_case> v;
+  for (bool per_slab : {false, true}) {
+    v.push_back({1, vox::slice_mapping::contiguous, per_slab});
+    v.push_back({3, vox::slice_mapping::contiguous, per_slab});
+    v.push_back({32, vox::slice_mapping::contiguous, per_slab});
+    v.push_back({32, vox::slice_mapping::round_robin, per_slab});
+  }
+  return v;
+}
+
+}  // namespace histogram_test
 
 class HistogramStreams : public ::testing::TestWithParam<stream_case> {};
 
 TEST_P(HistogramStreams, AfterAPerSlabProducer) {
+  const slab_mode mode(GetParam().per_slab);
   vox::stream_set_options o;
   o.mapping = GetParam().mapping;
   vox::stream_set s(GetParam().streams, o);
@@ -147,16 +175,13 @@ TEST_P(HistogramStreams, AfterAPerSlabProducer) {
   EXPECT_EQ(hist.counts(), reference(w, 256, 0.0, 4096.0));
 }
 
-INSTANTIATE_TEST_SUITE_P(Sets, HistogramStreams,
-                         ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
-                                           stream_case{3, vox::slice_mapping::contiguous},
-                                           stream_case{32, vox::slice_mapping::contiguous},
-                                           stream_case{32, vox::slice_mapping::round_robin}),
+INSTANTIATE_TEST_SUITE_P(Sets, HistogramStreams, ::testing::ValuesIn(stream_cases()),
                          [](const ::testing::TestParamInfo<stream_case>& i) {
                            return std::to_string(i.param.streams) +
                                   (i.param.mapping == vox::slice_mapping::contiguous
                                        ? "_contiguous"
-                                       : "_round_robin");
+                                       : "_round_robin") +
+                                  (i.param.per_slab ? "_per_slab" : "_whole");
                          });
 
 TEST(HistogramShapes, SingleVoxelAndSingleSlice) {

@@ -174,10 +174,14 @@ TEST(ProjectionNaN, MaxAndMinIgnoreNaNMeanPropagates) {
   EXPECT_EQ(fetch(s, mx)[9], -std::numeric_limits<float>::infinity());
 }
 
+namespace projection_test {
+
 struct stream_case {
   std::size_t streams;
   vox::slice_mapping mapping;
 };
+
+}  // namespace projection_test
 
 class ProjectionStreams : public ::testing::TestWithParam<stream_case> {};
 

@@ -283,14 +283,43 @@ TEST(ReduceShapes, SingleSliceAndSingleVoxel) {
   EXPECT_EQ(fetch(s, per)[0], ref.min);
 }
 
+namespace reduce_test {
+
 struct stream_case {
   std::size_t streams;
   vox::slice_mapping mapping;
+  bool per_slab;
 };
+
+/// Forces whole-volume reductions per slab (true) or into one launch (false) for a scope.
+struct slab_mode {
+  std::size_t old;
+  explicit slab_mode(bool per_slab)
+      : old(vox::set_reduction_slab_bytes(per_slab ? 0 : std::numeric_limits<std::size_t>::max())) {
+  }
+  ~slab_mode() { vox::set_reduction_slab_bytes(old); }
+  slab_mode(const slab_mode&) = delete;
+  slab_mode& operator=(const slab_mode&) = delete;
+};
+
+std::vector<stream_case> stream_cases() {
+  std::vector<stream_case> v;
+  for (bool per_slab : {false, true}) {
+    v.push_back({1, vox::slice_mapping::contiguous, per_slab});
+    v.push_back({3, vox::slice_mapping::contiguous, per_slab});
+    v.push_back({32, vox::slice_mapping::contiguous, per_slab});
+    v.push_back({3, vox::slice_mapping::round_robin, per_slab});
+    v.push_back({32, vox::slice_mapping::round_robin, per_slab});
+  }
+  return v;
+}
+
+}  // namespace reduce_test
 
 class ReduceStreams : public ::testing::TestWithParam<stream_case> {};
 
 TEST_P(ReduceStreams, ReductionsAfterAPerSlabProducer) {
+  const slab_mode mode(GetParam().per_slab);
   vox::stream_set_options o;
   o.mapping = GetParam().mapping;
   vox::stream_set s(GetParam().streams, o);
@@ -318,18 +347,22 @@ TEST_P(ReduceStreams, ReductionsAfterAPerSlabProducer) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sets, ReduceStreams,
-                         ::testing::Values(stream_case{1, vox::slice_mapping::contiguous},
-                                           stream_case{3, vox::slice_mapping::contiguous},
-                                           stream_case{32, vox::slice_mapping::contiguous},
-                                           stream_case{3, vox::slice_mapping::round_robin},
-                                           stream_case{32, vox::slice_mapping::round_robin}),
+INSTANTIATE_TEST_SUITE_P(Sets, ReduceStreams, ::testing::ValuesIn(stream_cases()),
                          [](const ::testing::TestParamInfo<stream_case>& i) {
                            return std::to_string(i.param.streams) +
                                   (i.param.mapping == vox::slice_mapping::contiguous
                                        ? "_contiguous"
-                                       : "_round_robin");
+                                       : "_round_robin") +
+                                  (i.param.per_slab ? "_per_slab" : "_whole");
                          });
+
+TEST(ReduceSlabBytes, SetReturnsThePreviousThreshold) {
+  const std::size_t def = vox::reduction_slab_bytes();
+  EXPECT_EQ(def, std::size_t{64} << 20);
+  EXPECT_EQ(vox::set_reduction_slab_bytes(123), def);
+  EXPECT_EQ(vox::reduction_slab_bytes(), 123u);
+  EXPECT_EQ(vox::set_reduction_slab_bytes(def), 123u);
+}
 
 // --- handles and ordering -------------------------------------------------------------------------
 

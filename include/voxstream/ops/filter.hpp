@@ -75,9 +75,10 @@ using filter_real_t = std::conditional_t<std::is_same_v<T, double>, double, floa
 ///
 /// scipy.ndimage.uniform_filter with output of the input dtype: 1D means along z, y, x in turn;
 /// for integer voxels each mean is computed exactly and truncated toward zero to the voxel type
-/// (scipy's cast), so results equal scipy's; float voxels accumulate in float, double in double. Allocates a scratch volume (stream-ordered, on the set's
-/// first stream) when it needs one: a size other than 3 on some used axis, or any size on the
-/// host backend. Sizes 3 and 3x3x3 on the CUDA backend run as one fused pass.
+/// (scipy's cast), so results equal scipy's; float voxels accumulate in float, double in double.
+/// Sizes 3 and 3x3x3 on the CUDA backend run as one fused pass (for 8- and 16-bit voxels in
+/// constant mode only when cval is exact in float). Otherwise it runs 1D passes and allocates a
+/// scratch volume (stream-ordered, on the set's first stream) when two or more are needed.
 template <class T>
 void uniform(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
              const filter_options& opts = {});
@@ -96,8 +97,8 @@ void uniform(stream_set& streams, const volume<T>& in, volume<T>& out, volume<T>
 /// backend (x and y fused per slice, then z); larger ones as three 1D passes. dims 3 uses a
 /// scratch volume (allocated stream-ordered when not given).
 template <class T>
-void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out,
-              sigma3 sigma, const filter_options& opts = {});
+void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out, sigma3 sigma,
+              const filter_options& opts = {});
 /// @brief gaussian with a caller-owned `scratch` volume. Asynchronous.
 template <class T>
 void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out,

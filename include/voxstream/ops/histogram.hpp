@@ -1,11 +1,13 @@
 /// @file histogram.hpp
 /// @brief Fixed-bin histograms of a volume into device counts, and percentiles derived from them.
 ///
-/// vox::histogram runs per slab on the slab streams (on CUDA a shared-memory privatised
-/// histogram kernel writing per-block partial counts; large bin counts use global atomics),
-/// then on the set's first stream, joined to the slab streams by the ledger, one launch sums
-/// the partials into uint64 device counts. Nothing waits on the host until the counts are asked
-/// for (counts(), percentile()).
+/// vox::histogram follows the whole-volume reductions' plan (reduce.hpp): per slab on the slab
+/// streams when slabs are at least vox::reduction_slab_bytes(), otherwise one launch over the
+/// volume on the set's first stream. On CUDA each block keeps a privatised histogram in shared
+/// memory and writes its counts to a partial row (bins above 8192, or partials above 64 MiB,
+/// add into the counts with global atomics instead); then on the first stream, joined by the
+/// ledger to the streams that wrote partials, one launch sums the rows into uint64 device
+/// counts. Nothing waits on the host until the counts are asked for (counts(), percentile()).
 #pragma once
 
 #include <cstddef>

@@ -3,14 +3,21 @@
 ///        argmax) returning vox::async_value handles, and per-slice reductions into a volume.
 ///
 /// A whole-volume reduction runs in two phases, both under the ledger and with no host wait:
-///  1. on every slab's stream, one launch reduces the slab into per-block partials (in double,
-///     or int64 for integer sums) in a scratch array;
-///  2. on the set's first stream, which the ledger joins to the slab streams that wrote
-///     partials, one single-block launch combines them in a fixed order (deterministic) into a
-///     device result slot; the handle keeps the event recorded after it.
-/// The scratch array is allocated stream-ordered on the first stream, so the other slab streams
-/// start after the work already queued there (as for any new volume). The ledger records the
-/// reads of `in`, so later writes to `in`, or its destruction, wait for the reduction.
+///  1. partial reduction into per-block partials (in double, or int64 for integer sums) in a
+///     scratch array, either
+///     - per slab: on every slab's stream, one launch per slab (when the slabs are at least
+///       vox::reduction_slab_bytes(), 64 MiB by default), or
+///     - whole: one launch over the whole volume on the set's first stream, after the ledger
+///       has joined the streams that last wrote `in` (smaller slabs: each per-slab launch costs
+///       a few µs of host time for the launch, its event and the cross-stream waits, which is
+///       as long as ~25 MB take to read on an H200, so small slabs would leave the GPU waiting);
+///  2. on the set's first stream, which the ledger joins to the streams that wrote partials,
+///     one single-block launch combines them in a fixed order (deterministic) into a device
+///     result slot; the handle keeps the event recorded after it.
+/// The scratch array is allocated stream-ordered on the first stream, so per-slab work on the
+/// other streams starts after the work already queued there (as for any new volume). The ledger
+/// records the reads of `in`, so later writes to `in`, or its destruction, wait for the
+/// reduction.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +44,15 @@ bool event_done(native_event e, const char* op);
 ///        call it after the event that produced `src` has completed.
 void copy_result_to_host(void* dst, const void* src, std::size_t bytes, const char* op);
 }  // namespace detail
+
+/// @brief Sets the slab size in bytes from which whole-volume reductions, vox::histogram and
+///        vox::normalize reduce each slab on its own stream (see the file comment); below it they
+///        read the whole volume in one launch on the set's first stream. 0: always per slab;
+///        SIZE_MAX: never. Default 64 MiB. Returns the previous value. Thread-safe; affects ops
+///        enqueued afterwards.
+std::size_t set_reduction_slab_bytes(std::size_t bytes) noexcept;
+/// @brief The current threshold (see vox::set_reduction_slab_bytes).
+[[nodiscard]] std::size_t reduction_slab_bytes() noexcept;
 
 /// @brief The result of an asynchronous reduction: a device slot written on one stream, and the
 ///        event recorded after it. Move-only; not thread-safe (one handle, one thread).
