@@ -48,6 +48,7 @@ struct seed_case {
 
 struct case_result {
   vox::profile::timeline_stats stats;
+  vox::profile::timeline_stats plain;  // the same launches on 32 raw CUDA streams
   std::string explain;
   bool exact{false};
 };
@@ -85,6 +86,20 @@ case_result run_case(const seed_case& c, const std::filesystem::path& dir) {
     tl.write_svg((dir / (name + ".svg")).string(), title);
     tl.write_chrome_trace((dir / (name + ".json")).string());
   }
+  // The same 32 launches on 32 plain non-blocking CUDA streams, no voxstream in between: the
+  // hardware's own behaviour, for comparison.
+  {
+    std::vector<cudaStream_t> raw(slices);
+    for (auto& st : raw) cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    streams.synchronize();  // `in` and `out` are ready (their ledgers' events)
+    vox::profile::timeline tl;
+    for (std::size_t z = 0; z < slices; ++z)
+      simple_copy<<<dim3(c.grid, c.grid, 1), dim3(32, 32, 1), 0, raw[z]>>>(
+          in.data(), out.data(), c.n, c.n, z, seed_iterations);
+    tl.stop();
+    r.plain = tl.stats();
+    for (auto& st : raw) cudaStreamDestroy(st);
+  }
   std::vector<float> result(input.size());
   vox::download(streams, out, result.data(), result.size());
   r.exact = std::memcmp(input.data(), result.data(), input.size() * sizeof(float)) == 0;
@@ -104,6 +119,8 @@ int run(const std::filesystem::path& dir) {
     std::printf("\n%s slices: concurrency factor %.2f, at most %zu kernels at once\n", sz.c_str(),
                 r.stats.concurrency, r.stats.max_concurrent);
     std::printf("  %s\n", r.stats.summary().c_str());
+    std::printf("  plain CUDA, 32 raw streams: concurrency factor %.2f, at most %zu at once\n",
+                r.plain.concurrency, r.plain.max_concurrent);
     std::printf("  why: %s\n", r.explain.c_str());
     std::printf("  wrote %s and %s\n",
                 (dir / ("seed_timeline_" + std::to_string(c.n) + ".svg")).string().c_str(),
@@ -114,6 +131,8 @@ int run(const std::filesystem::path& dir) {
         "RESULT seed_timeline %s concurrency=%.4f max_at_once=%zu kernels=%zu span_us=%.1f\n",
         sz.c_str(), r.stats.concurrency, r.stats.max_concurrent, r.stats.kernels,
         static_cast<double>(r.stats.span_ns) / 1e3);
+    std::printf("RESULT seed_timeline %s plain_concurrency=%.4f plain_max_at_once=%zu\n",
+                sz.c_str(), r.plain.concurrency, r.plain.max_concurrent);
   }
   std::printf(
       "\n1024x1024 launches serialise because each one fills the GPU; 32x32 launches "

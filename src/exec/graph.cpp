@@ -152,8 +152,8 @@ class capture_session final : public exec::op_observer {
     }
     for (const auto& b : bound) {
       if (b.ledger == nullptr) continue;
-      for (std::size_t z = 0; z < b.ledger->slices(); ++z) {
-        const exec::slice_entry& e = b.ledger->entry(z);
+      for (const auto& run : b.ledger->runs()) {
+        const exec::slice_entry& e = run.entry;
         if (e.writer.valid()) assume_complete(e.writer.stream);
         for (const auto& r : e.readers)
           if (r.valid()) assume_complete(r.stream);
@@ -218,10 +218,9 @@ void join_ledgers(const std::vector<exec::slice_ledger*>& ledgers,
     needed.push_back(&m);
   };
   for (const exec::slice_ledger* l : ledgers) {
-    for (std::size_t z = 0; z < l->slices(); ++z) {
-      const exec::slice_entry& e = l->entry(z);
-      consider(e.writer);
-      for (const auto& r : e.readers) consider(r);
+    for (const auto& run : l->runs()) {
+      consider(run.entry.writer);
+      for (const auto& r : run.entry.readers) consider(r);
     }
   }
   for (const exec::mark* m : needed)
@@ -470,17 +469,7 @@ void graph::launch_(stream_set& streams, const std::vector<detail::bound_volume>
   ++origin->recorded;
   for (std::size_t i = 1; i < streams.size(); ++i)
     detail::stream_wait_event(streams.state(i)->handle, g.after->value(), op);
-  for (exec::slice_ledger* l : g.touched) {
-    for (std::size_t z = 0; z < l->slices(); ++z) {
-      exec::slice_entry& e = l->entry(z);
-      if (e.writer.event == g.after && e.writer.stream == origin && e.readers.empty()) {
-        e.writer.seq = after.seq;
-      } else {
-        e.writer = after;
-        e.readers.clear();
-      }
-    }
-  }
+  for (exec::slice_ledger* l : g.touched) l->set_all_written(after);
 #else
   if (rebind) {
     g.bound = *now;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <stdexcept>
+#include <string>
 
 #include <voxstream/core/stream.hpp>
 
@@ -58,11 +60,101 @@ mark record_mark(const std::shared_ptr<stream_state>& st, const char* op) {
   return m;
 }
 
-void slice_ledger::set_all_written(const mark& m) {
-  for (auto& e : entries_) {
-    e.writer = m;
-    e.readers.clear();
+namespace {
+
+bool same_mark(const mark& a, const mark& b) noexcept {
+  return a.stream == b.stream && a.seq == b.seq && a.event == b.event;
+}
+
+// Same writer and the same set of readers (at most one per stream, in any order).
+bool same_entry(const slice_entry& a, const slice_entry& b) noexcept {
+  if (!same_mark(a.writer, b.writer) || a.readers.size() != b.readers.size()) return false;
+  for (const mark& r : a.readers) {
+    const bool found = std::any_of(b.readers.begin(), b.readers.end(),
+                                   [&](const mark& o) { return same_mark(r, o); });
+    if (!found) return false;
   }
+  return true;
+}
+
+}  // namespace
+
+slice_ledger::slice_ledger(std::size_t slices) : slices_(slices) {
+  if (slices > 0) runs_.push_back(run{0, slices, {}});
+}
+
+std::size_t slice_ledger::find_(std::size_t z) const noexcept {
+  // The last run with z0 <= z (runs are sorted and contiguous from 0).
+  const auto it = std::upper_bound(runs_.begin(), runs_.end(), z,
+                                   [](std::size_t v, const run& r) { return v < r.z0; });
+  return it == runs_.begin() ? 0 : static_cast<std::size_t>(it - runs_.begin()) - 1;
+}
+
+const slice_entry& slice_ledger::entry(std::size_t z) const {
+  if (z >= slices_)
+    throw std::out_of_range("slice_ledger::entry: slice " + std::to_string(z) + " of " +
+                            std::to_string(slices_));
+  return runs_[find_(z)].entry;
+}
+
+std::size_t slice_ledger::split_(std::size_t z) {
+  const std::size_t i = find_(z);
+  if (runs_[i].z0 == z) return i;
+  run tail{z, runs_[i].z1, runs_[i].entry};
+  runs_[i].z1 = z;
+  runs_.insert(runs_.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(tail));
+  return i + 1;
+}
+
+void slice_ledger::merge_(std::size_t lo, std::size_t hi) {
+  hi = std::min(hi, runs_.empty() ? 0 : runs_.size() - 1);
+  if (lo >= hi) return;
+  std::size_t out = lo;
+  for (std::size_t i = lo + 1; i <= hi; ++i) {
+    if (same_entry(runs_[out].entry, runs_[i].entry)) {
+      runs_[out].z1 = runs_[i].z1;
+    } else if (++out != i) {
+      runs_[out] = std::move(runs_[i]);
+    }
+  }
+  runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(out) + 1,
+              runs_.begin() + static_cast<std::ptrdiff_t>(hi) + 1);
+}
+
+void slice_ledger::set_written(std::size_t z0, std::size_t z1, const mark& m) {
+  z1 = std::min(z1, slices_);
+  if (z0 >= z1) return;
+  const std::size_t first = split_(z0);
+  const std::size_t end = z1 < slices_ ? split_(z1) : runs_.size();
+  runs_[first].z1 = z1;
+  runs_[first].entry.writer = m;
+  runs_[first].entry.readers.clear();
+  runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(first) + 1,
+              runs_.begin() + static_cast<std::ptrdiff_t>(end));
+  merge_(first == 0 ? 0 : first - 1, first + 1);
+}
+
+void slice_ledger::add_reader(std::size_t z0, std::size_t z1, const mark& m) {
+  z1 = std::min(z1, slices_);
+  if (z0 >= z1) return;
+  const std::size_t first = split_(z0);
+  const std::size_t end = z1 < slices_ ? split_(z1) : runs_.size();
+  for (std::size_t i = first; i < end; ++i) {
+    auto& readers = runs_[i].entry.readers;
+    const auto it = std::find_if(readers.begin(), readers.end(),
+                                 [&](const mark& r) { return r.stream == m.stream; });
+    if (it == readers.end()) {
+      readers.push_back(m);
+    } else {
+      *it = m;
+    }
+  }
+  merge_(first == 0 ? 0 : first - 1, end);
+}
+
+void slice_ledger::set_all_written(const mark& m) {
+  if (slices_ == 0) return;
+  runs_.assign(1, run{0, slices_, slice_entry{m, {}}});
 }
 
 std::vector<mark> slice_ledger::outstanding() const {
@@ -77,9 +169,9 @@ std::vector<mark> slice_ledger::outstanding() const {
       *it = m;
     }
   };
-  for (const auto& e : entries_) {
-    consider(e.writer);
-    for (const auto& r : e.readers) consider(r);
+  for (const auto& r : runs_) {
+    consider(r.entry.writer);
+    for (const auto& rd : r.entry.readers) consider(rd);
   }
   return out;
 }

@@ -127,16 +127,6 @@ void consider(const mark& m, const stream_state* waiter, std::vector<const mark*
   needed.push_back(&m);
 }
 
-void add_reader(slice_entry& e, const mark& m) {
-  for (auto& r : e.readers) {
-    if (r.stream == m.stream) {
-      r = m;
-      return;
-    }
-  }
-  e.readers.push_back(m);
-}
-
 void validate(const stream_set& set, const char* op, const std::vector<slab>& plan,
               const std::vector<access>& acc) {
   VOX_EXPECTS(!plan.empty(), op, "nothing to do: the slab plan is empty");
@@ -151,20 +141,21 @@ void validate(const stream_set& set, const char* op, const std::vector<slab>& pl
   }
   for (std::size_t i = 0; i < acc.size(); ++i) {
     const access& a = acc[i];
-    const std::string arg = "volume argument " + std::to_string(i);
-    VOX_EXPECTS(a.ledger != nullptr, op, arg + " is empty (no storage)");
-    VOX_EXPECTS(a.ledger->slices() == a.ext.z, op, arg + ": ledger and extent disagree");
+    // Only for messages: VOX_EXPECTS evaluates them on failure alone.
+    const auto arg = [i] { return "volume argument " + std::to_string(i); };
+    VOX_EXPECTS(a.ledger != nullptr, op, arg() + " is empty (no storage)");
+    VOX_EXPECTS(a.ledger->slices() == a.ext.z, op, arg() + ": ledger and extent disagree");
     VOX_EXPECTS(a.halo <= a.ext.z, op,
-                arg + ": halo of " + std::to_string(a.halo) + " slices is wider than the volume (" +
+                arg() + ": halo of " + std::to_string(a.halo) + " slices is wider than the volume (" +
                     std::to_string(a.ext.z) + " slices)");
     if (!a.whole)
       VOX_EXPECTS(a.ext.z >= nz, op,
-                  arg + " has " + std::to_string(a.ext.z) + " slices but the op covers " +
+                  arg() + " has " + std::to_string(a.ext.z) + " slices but the op covers " +
                       std::to_string(nz));
     if (a.whole && a.mode == access_mode::write) {
       for (const auto& w : plan)
         VOX_EXPECTS(w.stream == plan.front().stream, op,
-                    arg + ": a whole-volume write must run on a single stream");
+                    arg() + ": a whole-volume write must run on a single stream");
     }
   }
   for (const auto& r : acc) {
@@ -215,12 +206,11 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
       if (w.stream != si) continue;
       for (const auto& a : acc) {
         const slice_range r = range_of(a, w);
-        for (std::size_t z = r.z0; z < r.z1; ++z) {
-          const slice_entry& e = a.ledger->entry(z);
-          consider(e.writer, waiter, needed);
+        a.ledger->for_each_run(r.z0, r.z1, [&](const slice_ledger::run& run) {
+          consider(run.entry.writer, waiter, needed);
           if (a.mode == access_mode::write)
-            for (const auto& rd : e.readers) consider(rd, waiter, needed);
-        }
+            for (const auto& rd : run.entry.readers) consider(rd, waiter, needed);
+        });
       }
     }
     for (const mark* m : needed) {
@@ -260,21 +250,20 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
 #endif
 
   // 4. Ledger updates: reads first, so that an in-place write supersedes its own read.
-  for (const auto& w : plan) {
+  //    A whole-volume access covers the same slices from every slab: once per stream is enough.
+  std::vector<char> whole_done(set.size());
+  for (const access_mode mode : {access_mode::read, access_mode::write}) {
     for (const auto& a : acc) {
-      if (a.mode != access_mode::read) continue;
-      const slice_range r = range_of(a, w);
-      for (std::size_t z = r.z0; z < r.z1; ++z) add_reader(a.ledger->entry(z), marks[w.stream]);
-    }
-  }
-  for (const auto& w : plan) {
-    for (const auto& a : acc) {
-      if (a.mode != access_mode::write) continue;
-      const slice_range r = range_of(a, w);
-      for (std::size_t z = r.z0; z < r.z1; ++z) {
-        slice_entry& e = a.ledger->entry(z);
-        e.writer = marks[w.stream];
-        e.readers.clear();
+      if (a.mode != mode) continue;
+      std::fill(whole_done.begin(), whole_done.end(), char{0});
+      for (const auto& w : plan) {
+        if (a.whole && std::exchange(whole_done[w.stream], char{1}) != 0) continue;
+        const slice_range r = range_of(a, w);
+        if (mode == access_mode::read) {
+          a.ledger->add_reader(r.z0, r.z1, marks[w.stream]);
+        } else {
+          a.ledger->set_written(r.z0, r.z1, marks[w.stream]);
+        }
       }
     }
   }

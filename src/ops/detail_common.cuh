@@ -80,10 +80,7 @@ inline void zero_async(void* p, std::size_t bytes, stream_view s, const char* op
 
 /// Records an event on stream `i` of the set and returns it as a ledger mark.
 inline exec::mark record_mark(stream_set& set, std::size_t i, const char* op) {
-  const auto& st = set.state(i);
-  exec::mark m{st, ++st->recorded, set.events()->acquire()};
-  record_event(m.event->value(), st->handle, op);
-  return m;
+  return exec::record_mark(set.state(i), op);
 }
 
 /// The mark that run_op left for stream `i` among the readers of slice `z` of `l`.

@@ -83,26 +83,53 @@ struct mark {
 ///        mark. The sequence number advances only once the record succeeded. Asynchronous.
 mark record_mark(const std::shared_ptr<stream_state>& st, const char* op);
 
-/// @brief Ledger entry of one z-slice.
+/// @brief Ledger state of a slice (or of a run of slices that share it).
 struct slice_entry {
   mark writer;
   std::vector<mark> readers;  ///< at most one per stream: a newer read replaces an older one
 };
 
-/// @brief The per-slice ledger of one volume.
+/// @brief The per-slice ledger of one volume, stored as runs: maximal ranges of consecutive
+///        slices with the same writer and readers. An op touches each run of its slabs once,
+///        so its cost grows with the number of slabs, not of slices (a 4096-slice volume
+///        written by 32 slabs is 32 runs). Not thread-safe (like the volume that owns it).
 class slice_ledger {
  public:
-  explicit slice_ledger(std::size_t slices) : entries_(slices) {}
-  [[nodiscard]] std::size_t slices() const noexcept { return entries_.size(); }
-  [[nodiscard]] const slice_entry& entry(std::size_t z) const { return entries_.at(z); }
-  [[nodiscard]] slice_entry& entry(std::size_t z) { return entries_.at(z); }
+  /// @brief Slices [z0, z1) share `entry`.
+  struct run {
+    std::size_t z0{0};
+    std::size_t z1{0};
+    slice_entry entry;
+  };
+
+  /// @brief A ledger of `slices` slices, none written or read yet.
+  explicit slice_ledger(std::size_t slices);
+  [[nodiscard]] std::size_t slices() const noexcept { return slices_; }
+  /// @brief The state of slice z. Throws std::out_of_range for z >= slices().
+  [[nodiscard]] const slice_entry& entry(std::size_t z) const;
+  /// @brief All runs, in z order; they cover [0, slices()) without gaps.
+  [[nodiscard]] const std::vector<run>& runs() const noexcept { return runs_; }
+  /// @brief Calls f(const run&) for every run that overlaps slices [z0, z1), in z order.
+  template <class F>
+  void for_each_run(std::size_t z0, std::size_t z1, F&& f) const {
+    for (std::size_t i = find_(z0); i < runs_.size() && runs_[i].z0 < z1; ++i) f(runs_[i]);
+  }
+  /// @brief Slices [z0, z1) were written after `m`: it becomes their writer, readers forgotten.
+  void set_written(std::size_t z0, std::size_t z1, const mark& m);
+  /// @brief Slices [z0, z1) were read before `m`: it replaces their reader on m's stream.
+  void add_reader(std::size_t z0, std::size_t z1, const mark& m);
   /// @brief Makes every slice's last writer `m` and forgets readers (e.g. after allocation).
   void set_all_written(const mark& m);
   /// @brief Every distinct event the ledger still refers to, latest per stream.
   [[nodiscard]] std::vector<mark> outstanding() const;
 
  private:
-  std::vector<slice_entry> entries_;
+  [[nodiscard]] std::size_t find_(std::size_t z) const noexcept;  ///< index of the run holding z
+  std::size_t split_(std::size_t z);  ///< makes z start a run (z < slices); returns its index
+  void merge_(std::size_t lo, std::size_t hi);  ///< merges equal neighbours among runs [lo, hi]
+
+  std::size_t slices_{0};
+  std::vector<run> runs_;
 };
 
 /// @brief Kind of a declared access.
