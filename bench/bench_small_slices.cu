@@ -7,6 +7,7 @@
 //   per_slab_32      one launch per slab per stream            (vox::for_each_voxel, default)
 //   graph_slice_32   graph replay of per_slice_32              (vox::capture, graph::launch)
 //   graph_slab_32    graph replay of per_slab_32
+//   per_slab_8, graph_slab_8   the same on an 8-stream set (8 slabs of 512 slices)
 //   fused            one 3D kernel over all slices, one stream (the reference)
 // Each way: warm-up, then the median of 25 runs of 10 passes back to back, each run timed with
 // CUDA events on a timing stream that forks to and joins every stream used. The host's
@@ -315,13 +316,20 @@ int run() {
             [](vox::stream_set& s, vox::volume<float>& in, vox::volume<float>& out) {
               return std::function<void()>([&s, &in, &out] { per_slab(s, in, out); });
             });
+  // The same op on an 8-stream set: 8 slabs of 512 slices. With 32 streams each slab is only
+  // 2 MiB (about 1 us of device time), so 32 launches, events and waits cost the host more than
+  // the device needs for the work; 8 slabs keep the host ahead.
+  const double slab8_ms =
+      b.way("per_slab_8", 8, [](vox::stream_set& s, vox::volume<float>& in, vox::volume<float>& out) {
+        return std::function<void()>([&s, &in, &out] { per_slab(s, in, out); });
+      });
 
   // Graphs: captured once outside the timed region (capture_options: no CUPTI watching, so that
   // the measurement runs without a profiling client attached).
   vox::capture_options quiet;
   quiet.diagnose = false;
   std::vector<vox::graph> keep;  // graphs outlive the timed lambdas
-  keep.reserve(2);
+  keep.reserve(3);
   std::size_t slice_nodes = 0;
   double per_node_us = 0;
   const double gslice_ms = b.way(
@@ -350,20 +358,37 @@ int run() {
         return std::function<void()>([g, &s] { g->launch(s); });
       },
       &slab_node_us, &slab_nodes);
+  std::size_t slab8_nodes = 0;
+  double slab8_node_us = 0;
+  const double gslab8_ms = b.way(
+      "graph_slab_8", 8,
+      [&](vox::stream_set& s, vox::volume<float>& in, vox::volume<float>& out) {
+        keep.push_back(vox::capture(
+            s, quiet,
+            [&s](const vox::volume<float>& i, vox::volume<float>& o) { per_slab(s, i, o); }, in,
+            out));
+        slab8_nodes = keep.back().kernel_nodes();
+        vox::graph* g = &keep.back();
+        return std::function<void()>([g, &s] { g->launch(s); });
+      },
+      &slab8_node_us, &slab8_nodes);
   keep.clear();
 
   std::printf("\nCUDA_DEVICE_MAX_CONNECTIONS, 32-stream cases in child processes:\n");
   run_child(8);
   run_child(32);
 
-  const double best =
-      std::max({b.fused_ms / slab_ms, b.fused_ms / gslice_ms, b.fused_ms / gslab_ms});
+  const double best = std::max({b.fused_ms / slab_ms, b.fused_ms / slab8_ms,
+                                b.fused_ms / gslice_ms, b.fused_ms / gslab_ms,
+                                b.fused_ms / gslab8_ms});
   std::printf("\ntargets (shared/ANCHORS.md section 4):\n");
   std::printf(
-      "  per-slab or graph >= 80%% of the fused kernel: best %.1f%% (per_slab %.1f%%, "
-      "graph_slice %.1f%%, graph_slab %.1f%%): %s\n",
-      100 * best, 100 * b.fused_ms / slab_ms, 100 * b.fused_ms / gslice_ms,
-      100 * b.fused_ms / gslab_ms, best >= 0.8 ? "met" : "NOT met");
+      "  per-slab or graph >= 80%% of the fused kernel: best %.1f%% (per_slab_32 %.1f%%, "
+      "per_slab_8 %.1f%%, graph_slice_32 %.1f%%, graph_slab_32 %.1f%%, graph_slab_8 %.1f%%): "
+      "%s\n",
+      100 * best, 100 * b.fused_ms / slab_ms, 100 * b.fused_ms / slab8_ms,
+      100 * b.fused_ms / gslice_ms, 100 * b.fused_ms / gslab_ms, 100 * b.fused_ms / gslab8_ms,
+      best >= 0.8 ? "met" : "NOT met");
   std::printf("  graph replay <= 1.5 us per per-slice kernel node: %.3f us over %zu nodes: %s\n",
               per_node_us, slice_nodes, per_node_us <= 1.5 ? "met" : "NOT met");
   std::printf("bench_small_slices: %s\n", b.ok ? "PASS" : "FAIL (wrong results)");

@@ -1,4 +1,5 @@
-// bench_ops main: see bench_ops.hpp. Usage: bench_ops [--reps N] [--filter SUBSTRING]
+// bench_ops main: see bench_ops.hpp.
+// Usage: bench_ops [--reps N] [--filter SUBSTRING] [--streams N (default 32)]
 #include "bench_ops.hpp"
 
 #include <cuda_runtime.h>
@@ -89,17 +90,19 @@ int main(int argc, char** argv) {
   using namespace voxbench;
   int reps = 20;
   std::string filter;
+  int n_streams = 32;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) reps = std::max(20, std::atoi(argv[++i]));
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (a == "--streams" && i + 1 < argc) n_streams = std::max(1, std::atoi(argv[++i]));
   }
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
-  std::printf("bench_ops on %s (%d SMs), 512^3 volumes, median of %d runs\n", prop.name,
-              prop.multiProcessorCount, reps);
+  std::printf("bench_ops on %s (%d SMs), 512^3 volumes, %d streams, median of %d runs\n",
+              prop.name, prop.multiProcessorCount, n_streams, reps);
 
-  vox::stream_set streams(32);
+  vox::stream_set streams(static_cast<std::size_t>(n_streams));
   context ctx;
   ctx.streams = &streams;
   const int rotate = 3;  // 3 x 512 MiB of float inputs: far beyond the 60 MB L2

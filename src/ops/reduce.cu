@@ -16,10 +16,7 @@
 #include "detail_reduce.cuh"
 
 #if VOX_BACKEND_CUDA
-#include <cub/device/device_segmented_reduce.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/transform_output_iterator.h>
+#include <cuda/std/limits>
 #endif
 
 namespace vox {
@@ -109,16 +106,6 @@ void expect_ddof(const volume<T>& in, std::size_t ddof, const char* op) {
 
 // --- per-slice reductions -----------------------------------------------------------------------
 
-/// Converts a voxel to double for the segmented reductions.
-template <class T>
-struct to_double {
-  VOX_HD double operator()(T v) const { return static_cast<double>(v); }
-};
-/// Offset of segment (slice) i.
-struct slice_offset {
-  long long slice;
-  VOX_HD long long operator()(long long i) const { return i * slice; }
-};
 /// NaN-ignoring minimum and maximum (a NaN operand loses to any number).
 struct nan_min {
   VOX_HD double operator()(double a, double b) const { return (b < a || a != a) ? b : a; }
@@ -126,49 +113,90 @@ struct nan_min {
 struct nan_max {
   VOX_HD double operator()(double a, double b) const { return (b > a || a != a) ? b : a; }
 };
-struct sum_op {
-  VOX_HD double operator()(double a, double b) const { return a + b; }
-};
-struct scale_by {
-  double k;
-  VOX_HD double operator()(double v) const { return v * k; }
-};
 
-/// Reduces `slices` consecutive slices of `slice` voxels at `in` into out[0, slices) on `s`.
+#if VOX_BACKEND_CUDA
+/// Blocks per slice of the per-slice partial pass and threads per block.
+inline constexpr unsigned slice_threads = 256;
+
+/// The reduction `r` of two partial values (sum and mean add).
+__device__ __forceinline__ double slice_merge(slice_reduction r, double a, double b) {
+  if (r == slice_reduction::min) return nan_min{}(a, b);
+  if (r == slice_reduction::max) return nan_max{}(a, b);
+  return a + b;
+}
+
+__device__ __forceinline__ double slice_identity(slice_reduction r) {
+  if (r == slice_reduction::min) return ::cuda::std::numeric_limits<double>::infinity();
+  if (r == slice_reduction::max) return -::cuda::std::numeric_limits<double>::infinity();
+  return 0.0;
+}
+
+/// Phase 1: block (b, z) reduces part b of slice z (gridDim.x parts) into part[z * parts + b].
+/// Each thread keeps four loads in flight; the per-thread and in-block orders are fixed.
+template <class T>
+__global__ void __launch_bounds__(slice_threads)
+    slice_partial_kernel(const T* __restrict__ in, std::size_t slice, slice_reduction r,
+                         double* __restrict__ part) {
+  const std::size_t z = blockIdx.y;
+  const std::size_t parts = gridDim.x;
+  const std::size_t lo = slice * blockIdx.x / parts, hi = slice * (blockIdx.x + 1) / parts;
+  const T* p = in + z * slice;
+  double a = slice_identity(r);
+  std::size_t i = lo + threadIdx.x;
+  for (; i + 3 * slice_threads < hi; i += 4 * slice_threads) {
+    T v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = p[i + k * slice_threads];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) a = slice_merge(r, a, static_cast<double>(v[k]));
+  }
+  for (; i < hi; i += slice_threads) a = slice_merge(r, a, static_cast<double>(p[i]));
+  __shared__ double red[slice_threads];
+  red[threadIdx.x] = a;
+  __syncthreads();
+  for (unsigned w = slice_threads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) red[threadIdx.x] = slice_merge(r, red[threadIdx.x], red[threadIdx.x + w]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[z * parts + blockIdx.x] = red[0];
+}
+
+/// Phase 2: one warp per slice merges its parts in a fixed order; the mean divides by `slice`.
+__global__ void slice_combine_kernel(const double* __restrict__ part, std::size_t parts,
+                                     std::size_t slices, std::size_t slice, slice_reduction r,
+                                     double* __restrict__ out) {
+  const std::size_t z = std::size_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (z >= slices) return;
+  double a = slice_identity(r);
+  for (std::size_t b = lane; b < parts; b += 32) a = slice_merge(r, a, part[z * parts + b]);
+  for (int off = 16; off > 0; off /= 2) a = slice_merge(r, a, __shfl_down_sync(0xffffffffu, a, off));
+  if (lane == 0) out[z] = r == slice_reduction::mean ? a / static_cast<double>(slice) : a;
+}
+#endif
+
+/// Reduces `slices` consecutive slices of `slice` voxels at `in` into out[0, slices) on `s`:
+/// each slice is split into parts reduced by one block each (enough blocks to fill the device
+/// whatever the slab's depth), then one warp per slice merges its parts. Deterministic.
 template <class T>
 void reduce_slab_slices(stream_view s, const T* in, std::size_t slice, std::size_t slices,
                         double* out, slice_reduction r, const char* op) {
 #if VOX_BACKEND_CUDA
-  auto values = thrust::make_transform_iterator(in, to_double<T>{});
-  auto begin = thrust::make_transform_iterator(thrust::make_counting_iterator<long long>(0),
-                                               slice_offset{static_cast<long long>(slice)});
-  auto end = begin + 1;
-  const auto n = static_cast<::cuda::std::int64_t>(slices);
-  auto run = [&](auto out_it, auto red, double init) {
-    std::size_t bytes = 0;
-    VOX_CUDA_TRY(cub::DeviceSegmentedReduce::Reduce(nullptr, bytes, values, out_it, n, begin, end,
-                                                    red, init, s.value()),
-                 op);
-    device_buffer<unsigned char> tmp(bytes == 0 ? 1 : bytes, s);
-    VOX_CUDA_TRY(cub::DeviceSegmentedReduce::Reduce(tmp.data(), bytes, values, out_it, n, begin,
-                                                    end, red, init, s.value()),
-                 op);
-  };
-  switch (r) {
-    case slice_reduction::min:
-      run(out, nan_min{}, std::numeric_limits<double>::infinity());
-      break;
-    case slice_reduction::max:
-      run(out, nan_max{}, -std::numeric_limits<double>::infinity());
-      break;
-    case slice_reduction::sum:
-      run(out, sum_op{}, 0.0);
-      break;
-    case slice_reduction::mean:
-      run(thrust::make_transform_output_iterator(out, scale_by{1.0 / static_cast<double>(slice)}),
-          sum_op{}, 0.0);
-      break;
+  // At least 4096 voxels per block; about four resident waves of blocks over the slab.
+  const std::size_t want = (4 * sm_count(op) * (2048 / slice_threads) + slices - 1) / slices;
+  const std::size_t parts = std::max<std::size_t>(
+      1, std::min<std::size_t>({want, (slice + 4095) / 4096, max_grid_x}));
+  device_buffer<double> part(parts * slices, s);
+  for (std::size_t z0 = 0; z0 < slices; z0 += max_grid_yz) {  // grid y: at most 65535 slices
+    const std::size_t n = std::min<std::size_t>(slices - z0, max_grid_yz);
+    slice_partial_kernel<T><<<dim3(static_cast<unsigned>(parts), static_cast<unsigned>(n), 1),
+                              slice_threads, 0, s.value()>>>(in + z0 * slice, slice, r,
+                                                             part.data() + z0 * parts);
+    check_launch(op);
   }
+  constexpr unsigned warps = 8;
+  slice_combine_kernel<<<static_cast<unsigned>((slices + warps - 1) / warps), warps * 32, 0,
+                         s.value()>>>(part.data(), parts, slices, slice, r, out);
   check_launch(op);
 #else
   (void)s;

@@ -232,6 +232,45 @@ TYPED_TEST(ReduceTyped, PerSliceReductions) {
   EXPECT_EQ(fetch(s, fresh)[0], *std::max_element(h.begin(), h.begin() + slice));
 }
 
+// Slices large enough that the GPU splits each over many blocks (parts), with a remainder,
+// and a NaN that min and max must ignore.
+TEST(ReduceSlices, LargeSlicesSplitOverBlocks) {
+  vox::stream_set s(2);
+  const extent3 e{301, 233, 5};
+  auto h = random_values<float>(e.voxels(), 31);
+  h[e.slice_voxels() * 2 + 7] = std::numeric_limits<float>::quiet_NaN();
+  const auto in = make_volume(s, e, h);
+  const std::size_t slice = e.slice_voxels();
+  for (auto r : {vox::slice_reduction::min, vox::slice_reduction::max, vox::slice_reduction::sum,
+                 vox::slice_reduction::mean}) {
+    vox::volume<double> out(s, vox::slice_reduction_extent(e), -777.0);
+    vox::reduce_slices(s, in, out, r);
+    const auto got = fetch(s, out);
+    for (std::size_t z = 0; z < e.z; ++z) {
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo, abs = 0;
+      long double sum = 0;
+      for (std::size_t i = 0; i < slice; ++i) {
+        const double d = static_cast<double>(h[z * slice + i]);
+        sum += d;  // NaN in slice 2 makes its sum NaN
+        if (std::isnan(d)) continue;
+        lo = std::min(lo, d);
+        hi = std::max(hi, d);
+        abs += std::fabs(d);
+      }
+      if (r == vox::slice_reduction::min) {
+        EXPECT_EQ(got[z], lo) << z;
+      } else if (r == vox::slice_reduction::max) {
+        EXPECT_EQ(got[z], hi) << z;
+      } else if (z == 2) {
+        EXPECT_TRUE(std::isnan(got[z])) << z;
+      } else {
+        const double want = static_cast<double>(sum) / (r == vox::slice_reduction::mean ? slice : 1);
+        EXPECT_NEAR(got[z], want, 1e-12 * abs + 1e-12) << z;
+      }
+    }
+  }
+}
+
 // --- NaN, shapes, stream sets ---------------------------------------------------------------------
 
 TEST(ReduceNaN, MinMaxAndArgIgnoreNaNSumPropagates) {

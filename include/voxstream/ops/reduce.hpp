@@ -197,8 +197,9 @@ enum class slice_reduction : std::uint8_t { min, max, sum, mean };
 }
 
 /// @brief out(0, 0, z) = the reduction of slice z of `in`, in double (min/max ignore NaN and
-///        give ±inf for a slice of only NaNs). One CUB DeviceSegmentedReduce per slab on the
-///        slab's stream (segments = slices). Asynchronous. Throws vox::invalid_argument, with
+///        give ±inf for a slice of only NaNs). Per slab, on the slab's stream: every slice
+///        is split into parts reduced by one block each, then one warp per slice merges them
+///        in a fixed order (deterministic). Asynchronous. Throws vox::invalid_argument, with
 ///        `out` untouched, if a volume is empty or out's extent is not {1, 1, in.z}.
 template <class T>
 void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out,
