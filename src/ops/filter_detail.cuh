@@ -722,28 +722,52 @@ __device__ __forceinline__ A smooth3(A a, A b, A c) {
   return a + A(2) * b + c;
 }
 
-/// Output slices per group of the fused stencil: while a group is computed, the input slices of
-/// the next group are already being loaded into registers (memory-level parallelism without a
-/// deep register window).
-inline constexpr int st_group = 8;
+/// map_border for i in [-1, n] only (one slice beyond either end), inline and branch-light: the
+/// z index of a 3-tap stencil's loads.
+__device__ __forceinline__ idx_t map_end(idx_t i, idx_t n, border mode) {
+  if (i >= 0 && i < n) return i;
+  if (mode == border::constant) return -1;
+  if (mode == border::wrap) return i < 0 ? n - 1 : 0;
+  return i < 0 ? 0 : n - 1;  // nearest and reflect agree one slice out
+}
 
+/// Input slices each thread keeps in flight ahead of the slice it computes (register queue).
+inline constexpr int st_ahead = 4;
+
+/// The 3-tap mean of one pass: exact division for integer voxels (requant truncates the
+/// correctly rounded quotient, see mean3_acc_t), a multiply by 1/3 for floating voxels.
+template <class T, class A>
+__device__ __forceinline__ A mean3(A a, A b, A c) {
+  if constexpr (std::is_integral_v<T>) {
+    return (a + b + c) / A(3);
+  } else {
+    return (a + b + c) * (A(1) / A(3));
+  }
+}
+
+/// The fused 3x3(x3) stencil, separable into a pass along z, then y, then x (scipy's order, which
+/// matters for the per-pass requantisation of integer means and the constant border's per-pass
+/// substitution). A block computes a 32x8 tile of output columns over a chunk of slices,
+/// marching along z:
+///  - z: each thread owns up to st_slots positions of the 34x10 haloed tile and keeps their
+///    slices z-1, z (registers) and the next st_ahead slices (a register queue of loads in
+///    flight); the z pass result goes to shared memory (double-buffered: one barrier per slice);
+///  - y: each thread reads its own column's three rows; lanes 0 and 31 also do the halo columns;
+///  - x: neighbours come from the adjacent lanes by warp shuffles (a warp is one tile row).
+/// Index arithmetic within a slice is 32-bit; a slice pointer advances per step.
 template <class T, class O, class A, stencil_kind K, int RZ>
-__global__ void __launch_bounds__(st_threads, 3)
+__global__ void __launch_bounds__(st_threads, (sizeof(A) == 8 || K >= stencil_kind::sobel_x) ? 3 : 4)
     stencil3_kernel(const T* __restrict__ in, O* __restrict__ out, stencil_args<A> a) {
   constexpr int nzv = (K == stencil_kind::magnitude && RZ == 1) ? 2 : 1;
   constexpr int nyv = K == stencil_kind::magnitude ? (RZ == 1 ? 3 : 2) : 1;
-  constexpr int G = st_group;
-  constexpr int NB = G + 2 * RZ;  // ring of haloed input slices
-  __shared__ A raw[NB][st_hy][st_hx];
-  __shared__ A sa[nzv][st_hy][st_hx];
-  __shared__ A sb[nyv][st_ty][st_hx];
+  constexpr int D = st_ahead;
+  __shared__ A sa[2][nzv][st_hy][st_hx];
 
   const march_geom& g = a.g;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int t = ty * st_tx + tx;
   const idx_t slice = g.nx * g.ny;
   [[maybe_unused]] const bool constant = a.mode == border::constant;
-  [[maybe_unused]] const A third = A(3);
 
   for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
     for (idx_t by = blockIdx.y; by < g.tiles_y; by += gridDim.y) {
@@ -752,130 +776,133 @@ __global__ void __launch_bounds__(st_threads, 3)
         const idx_t zs = g.z0 + ch * g.chunk;
         const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
 
-        // Per slot: the haloed tile position it loads (-1: none) and the in-slice offset of the
+        // Per slot: its position in the haloed tile (-1: none) and the in-slice offset of the
         // voxel there (-1: outside the slice in constant mode).
-        int pos[st_slots];
-        idx_t off[st_slots];
+        int pos[st_slots], off[st_slots];
 #pragma unroll
         for (int i = 0; i < st_slots; ++i) {
           const int q = t + i * st_threads;
           pos[i] = q < st_halo ? q : -1;
           const idx_t mx = map_fast(x0 + q % st_hx - 1, g.nx, a.mode);
           const idx_t my = map_fast(y0 + q / st_hx - 1, g.ny, a.mode);
-          off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
+          off[i] = mx >= 0 && my >= 0 ? static_cast<int>(my * g.nx + mx) : -1;
         }
-        auto fetch = [&](int i, idx_t mz) -> A {
-          return (off[i] < 0 || mz < 0) ? a.pad : static_cast<A>(in[mz * slice + off[i]]);
-        };
-        auto ring = [&](idx_t z) -> A* { return &raw[static_cast<int>(z - zs + RZ) % NB][0][0]; };
-
-        // Slices [zs - RZ, first group's end + RZ) now; then each group prefetches the next's.
-        idx_t loaded = (zs + G < ze ? zs + G : ze) + RZ;
-        for (idx_t z = zs - RZ; z < loaded; ++z) {
-          const idx_t mz = map_fast(z, g.nz, a.mode);
-          A* dst = ring(z);
+        // Slice z of every slot (the volume's border rule beyond its ends).
+        auto load = [&](idx_t z, A (&v)[st_slots]) {
+          const idx_t mz = map_end(z, g.nz, a.mode);
+          const T* p = in + (mz < 0 ? 0 : mz) * slice;
 #pragma unroll
           for (int i = 0; i < st_slots; ++i)
-            if (pos[i] >= 0) dst[pos[i]] = fetch(i, mz);
+            v[i] = (off[i] < 0 || mz < 0) ? a.pad : static_cast<A>(p[off[i] < 0 ? 0 : off[i]]);
+        };
+
+        A v0[st_slots], v1[st_slots];  // slices z - 1 and z (RZ == 1)
+        A q[D][st_slots];              // q[j]: slice zb + j + RZ at the start of round zb
+        if constexpr (RZ == 1) {
+          load(zs - 1, v0);
+          load(zs, v1);
         }
-        __syncthreads();
-
-        for (idx_t zg = zs; zg < ze; zg += G) {
-          const idx_t gend = zg + G < ze ? zg + G : ze;
-          const idx_t nend = (gend + G < ze ? gend + G : ze) + RZ;  // next group's last + 1
-          A pre[G][st_slots];
 #pragma unroll
-          for (int k = 0; k < G; ++k) {
-            const idx_t z = loaded + k;
-            if (z < nend) {
-              const idx_t mz = map_fast(z, g.nz, a.mode);
-#pragma unroll
-              for (int i = 0; i < st_slots; ++i)
-                if (pos[i] >= 0) pre[k][i] = fetch(i, mz);
-            }
-          }
+        for (int j = 0; j < D; ++j)
+          if (zs + j < ze) load(zs + j + RZ, q[j]);
 
-          for (idx_t z = zg; z < gend; ++z) {
-            // Stage z: ring -> sa (the raw slice when filtering per slice).
-            const A* r1 = ring(z);
+        const idx_t gx = x0 + tx, gy = y0 + ty;
+        const bool store = gx < g.nx && gy < g.ny;
+        O* dst = out + (store ? gy * g.nx + gx : 0);
+        int buf = 0;
+        for (idx_t zb = zs; zb < ze; zb += D) {
+#pragma unroll
+          for (int j = 0; j < D; ++j) {
+            const idx_t z = zb + j;
+            if (z >= ze) break;
+            A lead[st_slots];
+#pragma unroll
+            for (int i = 0; i < st_slots; ++i) lead[i] = q[j][i];
+            if (z + D < ze) load(z + D + RZ, q[j]);
+
+            // Stage z -> sa[buf].
 #pragma unroll
             for (int i = 0; i < st_slots; ++i) {
               const int p = pos[i];
               if (p < 0) continue;
               if constexpr (RZ == 1) {
-                const A v0 = ring(z - 1)[p], v1 = r1[p], v2 = ring(z + 1)[p];
+                const A u0 = v0[i], u1 = v1[i], u2 = lead[i];
                 A s0;
                 if constexpr (K == stencil_kind::mean) {
-                  s0 = requant<T>((v0 + v1 + v2) / third);
+                  s0 = requant<T>(mean3<T>(u0, u1, u2));
                 } else if constexpr (K == stencil_kind::min) {
-                  s0 = vmin(vmin(v0, v1), v2);
+                  s0 = vmin(vmin(u0, u1), u2);
                 } else if constexpr (K == stencil_kind::max) {
-                  s0 = vmax(vmax(v0, v1), v2);
+                  s0 = vmax(vmax(u0, u1), u2);
                 } else if constexpr (K == stencil_kind::sobel_z) {
-                  s0 = v2 - v0;
+                  s0 = u2 - u0;
                 } else {
-                  s0 = smooth3(v0, v1, v2);
+                  s0 = smooth3(u0, u1, u2);
                 }
-                (&sa[0][0][0])[p] = s0;
-                if constexpr (nzv == 2) (&sa[nzv - 1][0][0])[p] = v2 - v0;
+                (&sa[buf][0][0][0])[p] = s0;
+                if constexpr (nzv == 2) (&sa[buf][nzv - 1][0][0])[p] = u2 - u0;
               } else {
-                (&sa[0][0][0])[p] = r1[p];
+                (&sa[buf][0][0][0])[p] = lead[i];
               }
             }
             __syncthreads();
 
-            // Stage y: sa -> sb for the tile's 8 rows and all 34 columns.
-            for (int q = t; q < st_ty * st_hx; q += st_threads) {
-              const int c = q % st_hx, r = q / st_hx;
+            // Stage y: column c of row ty (c = tx + 1; lanes 0 and 31 also column 0 and 33).
+            auto stage_y = [&](int c, A (&yv)[nyv]) {
+              const auto& s = sa[buf];
               if constexpr (K == stencil_kind::mean) {
-                const idx_t gy = y0 + r;
-                A up = sa[0][r][c], dn = sa[0][r + 2][c];
+                A up = s[0][ty][c], dn = s[0][ty + 2][c];
                 if (constant) {
                   if (gy - 1 < 0) up = a.cval;
                   if (gy + 1 >= g.ny) dn = a.cval;
                 }
-                sb[0][r][c] = requant<T>((up + sa[0][r + 1][c] + dn) / third);
+                yv[0] = requant<T>(mean3<T>(up, s[0][ty + 1][c], dn));
               } else if constexpr (K == stencil_kind::min) {
-                sb[0][r][c] = vmin(vmin(sa[0][r][c], sa[0][r + 1][c]), sa[0][r + 2][c]);
+                yv[0] = vmin(vmin(s[0][ty][c], s[0][ty + 1][c]), s[0][ty + 2][c]);
               } else if constexpr (K == stencil_kind::max) {
-                sb[0][r][c] = vmax(vmax(sa[0][r][c], sa[0][r + 1][c]), sa[0][r + 2][c]);
+                yv[0] = vmax(vmax(s[0][ty][c], s[0][ty + 1][c]), s[0][ty + 2][c]);
               } else if constexpr (K == stencil_kind::sobel_y) {
-                sb[0][r][c] = sa[0][r + 2][c] - sa[0][r][c];
+                yv[0] = s[0][ty + 2][c] - s[0][ty][c];
               } else if constexpr (K == stencil_kind::magnitude) {
-                sb[0][r][c] = smooth3(sa[0][r][c], sa[0][r + 1][c], sa[0][r + 2][c]);
-                sb[1][r][c] = sa[0][r + 2][c] - sa[0][r][c];
-                if constexpr (RZ == 1)
-                  sb[2][r][c] = smooth3(sa[1][r][c], sa[1][r + 1][c], sa[1][r + 2][c]);
+                yv[0] = smooth3(s[0][ty][c], s[0][ty + 1][c], s[0][ty + 2][c]);
+                yv[1] = s[0][ty + 2][c] - s[0][ty][c];
+                if constexpr (RZ == 1) yv[2] = smooth3(s[1][ty][c], s[1][ty + 1][c], s[1][ty + 2][c]);
               } else {
-                sb[0][r][c] = smooth3(sa[0][r][c], sa[0][r + 1][c], sa[0][r + 2][c]);
+                yv[0] = smooth3(s[0][ty][c], s[0][ty + 1][c], s[0][ty + 2][c]);
               }
+            };
+            A yc[nyv], yh[nyv], yl[nyv], yr[nyv];
+            stage_y(tx + 1, yc);
+            if (tx == 0 || tx == st_tx - 1) stage_y(tx == 0 ? 0 : st_hx - 1, yh);
+#pragma unroll
+            for (int k = 0; k < nyv; ++k) {
+              const A l = __shfl_up_sync(0xffffffffu, yc[k], 1);
+              const A r = __shfl_down_sync(0xffffffffu, yc[k], 1);
+              yl[k] = tx == 0 ? yh[k] : l;
+              yr[k] = tx == st_tx - 1 ? yh[k] : r;
             }
-            __syncthreads();
 
-            // Stage x: sb -> out. No barrier after it: the next stage z writes sa, which nobody
-            // reads after the barrier above, and sb is rewritten only after the next barrier.
-            const idx_t gx = x0 + tx, gy = y0 + ty;
-            if (gx < g.nx && gy < g.ny) {
+            // Stage x -> out.
+            if (store) {
               A res;
               if constexpr (K == stencil_kind::mean) {
-                A l = sb[0][ty][tx], r = sb[0][ty][tx + 2];
+                A l = yl[0], r = yr[0];
                 if (constant) {
                   if (gx - 1 < 0) l = a.cval;
                   if (gx + 1 >= g.nx) r = a.cval;
                 }
-                res = (l + sb[0][ty][tx + 1] + r) / third;
+                res = mean3<T>(l, yc[0], r);
               } else if constexpr (K == stencil_kind::min) {
-                res = vmin(vmin(sb[0][ty][tx], sb[0][ty][tx + 1]), sb[0][ty][tx + 2]);
+                res = vmin(vmin(yl[0], yc[0]), yr[0]);
               } else if constexpr (K == stencil_kind::max) {
-                res = vmax(vmax(sb[0][ty][tx], sb[0][ty][tx + 1]), sb[0][ty][tx + 2]);
+                res = vmax(vmax(yl[0], yc[0]), yr[0]);
               } else {
                 const bool corr = constant && on_border(gx, gy, z, g.nx, g.ny, g.nz, RZ == 1);
                 if constexpr (K == stencil_kind::magnitude) {
-                  A gxv = sb[0][ty][tx + 2] - sb[0][ty][tx];
-                  A gyv = smooth3(sb[1][ty][tx], sb[1][ty][tx + 1], sb[1][ty][tx + 2]);
+                  A gxv = yr[0] - yl[0];
+                  A gyv = smooth3(yl[1], yc[1], yr[1]);
                   A gzv = A(0);
-                  if constexpr (RZ == 1)
-                    gzv = smooth3(sb[2][ty][tx], sb[2][ty][tx + 1], sb[2][ty][tx + 2]);
+                  if constexpr (RZ == 1) gzv = smooth3(yl[2], yc[2], yr[2]);
                   if (corr) {
                     gxv += a.cval * sobel_border_weight<A>(0, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
                     gyv += a.cval * sobel_border_weight<A>(1, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
@@ -888,34 +915,30 @@ __global__ void __launch_bounds__(st_threads, 3)
                                        : K == stencil_kind::sobel_y ? 1
                                                                     : 2;
                   if constexpr (axis == 0) {
-                    res = sb[0][ty][tx + 2] - sb[0][ty][tx];
+                    res = yr[0] - yl[0];
                   } else {
-                    res = smooth3(sb[0][ty][tx], sb[0][ty][tx + 1], sb[0][ty][tx + 2]);
+                    res = smooth3(yl[0], yc[0], yr[0]);
                   }
                   if (corr)
                     res +=
                         a.cval * sobel_border_weight<A>(axis, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
                 }
               }
-              out[z * slice + gy * g.nx + gx] = to_voxel<O>(res);
+              dst[z * slice] = to_voxel<O>(res);
             }
-          }
-
-          // The prefetched slices replace ones that only this group's stage z read, which every
-          // thread finished before the last stage-y barrier.
+            if constexpr (RZ == 1) {
 #pragma unroll
-          for (int k = 0; k < G; ++k) {
-            const idx_t z = loaded + k;
-            if (z < nend) {
-              A* dst = ring(z);
-#pragma unroll
-              for (int i = 0; i < st_slots; ++i)
-                if (pos[i] >= 0) dst[pos[i]] = pre[k][i];
+              for (int i = 0; i < st_slots; ++i) {
+                v0[i] = v1[i];
+                v1[i] = lead[i];
+              }
             }
+            buf ^= 1;
           }
-          if (nend > loaded) loaded = nend;
-          __syncthreads();
         }
+        // The next tile starts again with sa[0], which slower warps may still be reading in the
+        // last step's stage y.
+        __syncthreads();
       }
     }
   }
