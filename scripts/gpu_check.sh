@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # voxstream GPU check: run from anywhere in the repository on a machine with an NVIDIA GPU.
 #
-#   scripts/gpu_check.sh            build the cuda preset, run ctest, the samples, the benchmark,
-#                                   and compute-sanitizer memcheck + synccheck over the unit tests
-#   scripts/gpu_check.sh --quick    the same without the sanitizers
+#   scripts/gpu_check.sh              build the cuda preset, run ctest, the samples, every
+#                                     benchmark (bench_core, bench_ops side by side with CuPy,
+#                                     bench_small_slices, bench_stream), the CLI demo, and
+#                                     compute-sanitizer memcheck + synccheck over the unit tests
+#   scripts/gpu_check.sh --quick      the same without the sanitizers
+#   scripts/gpu_check.sh --sanitizers the build and the sanitizers only
+#   scripts/gpu_check.sh --no-bench   no benchmarks beyond bench_core, no demo
 #
-# Every step's full output goes to a log under ${OUT:-build/gpu-logs} (at most 8 files: 7 logs
-# plus summary.txt); a failing step does not stop the later ones. A short summary is printed last:
-# one line per step (PASS/FAIL/TIMEOUT/SKIP and seconds), every '^RESULT ' line of the samples and
-# the benchmark, the compute-sanitizer error summaries and the ctest summary line.
+# Every step's full output goes to a log under ${OUT:-build/gpu-logs}, at most 8 files: 7 logs
+# and summary.txt; pictures and traces (seed timelines, the streaming timeline, the demo PNG) are
+# packed into 07-artifacts.tar. A failing step does not stop the later ones. A short summary is
+# printed last: one line per step (PASS/FAIL/TIMEOUT/SKIP and seconds), every '^RESULT ' line of
+# the samples and benchmarks, the compute-sanitizer error summaries and the ctest summary lines.
 # Exit status: 0 only if every step that ran passed and none was cut short.
 #
 # The whole run stays inside GPU_CHECK_BUDGET_S seconds (default 570, for 10-minute job limits):
@@ -40,15 +45,19 @@
 set -uo pipefail
 
 QUICK=0
+SAN_ONLY=0
+BENCH=1
 for arg in "$@"; do
   case "$arg" in
     --quick) QUICK=1 ;;
+    --sanitizers) SAN_ONLY=1 ;;
+    --no-bench) BENCH=0 ;;
     -h | --help)
       sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "gpu_check.sh: unknown argument '$arg' (use --quick or --help)" >&2
+      echo "gpu_check.sh: unknown argument '$arg' (use --quick, --sanitizers, --no-bench or --help)" >&2
       exit 2
       ;;
   esac
@@ -77,11 +86,16 @@ LOG_SAMPLES="$OUT_DIR/03-samples.log"
 LOG_BENCH="$OUT_DIR/04-bench.log"
 LOG_MEMCHECK="$OUT_DIR/05-memcheck.log"
 LOG_SYNCCHECK="$OUT_DIR/06-synccheck.log"
+ARTIFACTS="$OUT_DIR/07-artifacts.tar"
 SUMMARY_FILE="$OUT_DIR/summary.txt"
 for f in "$LOG_ENV" "$LOG_BUILD" "$LOG_CTEST" "$LOG_SAMPLES" "$LOG_BENCH" "$LOG_MEMCHECK" \
          "$LOG_SYNCCHECK" "$SUMMARY_FILE"; do
   : >"$f"
 done
+rm -f "$ARTIFACTS"
+PICS="$ROOT/build/gpu-pictures"  # packed into $ARTIFACTS at the end
+rm -rf "$PICS"
+mkdir -p "$PICS"
 
 START=$SECONDS
 DEADLINE=$((START + BUDGET))
@@ -185,7 +199,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee 
 step configure "$LOG_BUILD" 180 cmake --preset cuda
 step build "$LOG_BUILD" 420 cmake --build --preset cuda -j "$JOBS"
 
+if ((SAN_ONLY)); then QUICK=0; fi
+
 # --- tests ---------------------------------------------------------------------------------------
+if ((!SAN_ONLY)); then
 # Two passes: the tests that assert timing ratios or concurrency (names matching $TIMED) run
 # one at a time, since parallel tests would skew them; the rest (most of the ~700 processes,
 # each paying for a CUDA context) run $CTEST_JOBS at a time.
@@ -197,8 +214,26 @@ for s in quickstart seed_streams; do
   need "sample:$s" "$LOG_SAMPLES" "$BUILD/samples/$s" &&
     step "sample:$s" "$LOG_SAMPLES" 120 "$BUILD/samples/$s"
 done
+need sample:seed_timeline "$LOG_SAMPLES" "$BUILD/samples/seed_timeline" &&
+  step sample:seed_timeline "$LOG_SAMPLES" 120 "$BUILD/samples/seed_timeline" "$PICS"
 need bench_core "$LOG_BENCH" "$BUILD/bench/bench_core" &&
   step bench_core "$LOG_BENCH" 180 "$BUILD/bench/bench_core"
+
+if ((BENCH)); then
+  # Every op on 512^3 f32/u16, side by side with cupyx (bench_ops alone when CuPy is missing).
+  need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
+    step bench_ops+cupy "$LOG_BENCH" 300 python3 "$ROOT/bench/cupy_compare.py" \
+      "$BUILD/bench/ops/bench_ops"
+  need bench_small_slices "$LOG_BENCH" "$BUILD/bench/bench_small_slices" &&
+    step bench_small_slices "$LOG_BENCH" 150 "$BUILD/bench/bench_small_slices"
+  if [[ -x "$BUILD/bench/bench_stream" ]]; then
+    step bench_stream "$LOG_BENCH" 150 "$BUILD/bench/bench_stream" "$PICS"
+  fi
+  if [[ -x "$BUILD/tools/voxstream/voxstream" ]]; then
+    step demo "$LOG_SAMPLES" 120 env VOXSTREAM_BUILD="$BUILD" bash "$ROOT/scripts/demo.sh" "$PICS"
+  fi
+fi
+fi  # !SAN_ONLY
 
 # --- compute-sanitizer ---------------------------------------------------------------------------
 if ((QUICK)); then
@@ -223,13 +258,21 @@ else
   done
 fi
 
+# --- pictures ------------------------------------------------------------------------------------
+if compgen -G "$PICS/*" >/dev/null; then
+  tar -C "$PICS" -cf "$ARTIFACTS" . 2>/dev/null || true
+fi
+
 # --- summary (printed last) ----------------------------------------------------------------------
 {
   echo
   echo "==================== gpu_check summary ($((SECONDS - START))s) ===================="
   printf '%s\n' "${STEPS[@]}"
   echo "---- results"
-  grep -h '^RESULT ' "$LOG_SAMPLES" "$LOG_BENCH" 2>/dev/null || echo "(no RESULT lines)"
+  grep -h '^RESULT ' "$LOG_SAMPLES" "$LOG_BENCH" 2>/dev/null | grep -v '^RESULT ops ' ||
+    echo "(no RESULT lines)"
+  echo "(bench_ops: $(grep -c '^RESULT ops ' "$LOG_BENCH" 2>/dev/null) RESULT ops lines in" \
+    "$(basename "$LOG_BENCH"))"
   echo "---- compute-sanitizer"
   if ((QUICK)); then
     echo "(skipped: --quick)"
