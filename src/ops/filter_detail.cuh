@@ -187,43 +187,10 @@ inline std::size_t z_halo(idx_t r, const extent3& e) {
 
 // ---- per-voxel launch (both backends) ------------------------------------------------------
 
-#if VOX_BACKEND_CUDA && defined(__CUDACC__)
-template <class F>
-__global__ void voxel_kernel(F f, std::size_t nx, std::size_t ny, std::size_t z0, std::size_t z1) {
-  for (std::size_t z = z0 + blockIdx.z; z < z1; z += gridDim.z) {
-    for (std::size_t y = std::size_t{blockIdx.y} * blockDim.y + threadIdx.y; y < ny;
-         y += std::size_t{blockDim.y} * gridDim.y) {
-      for (std::size_t x = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; x < nx;
-           x += std::size_t{blockDim.x} * gridDim.x) {
-        f(x, y, z);
-      }
-    }
-  }
-}
-#endif
-
-/// Runs f(x, y, z) for every voxel of slab w: one launch on the CUDA backend (slices in the
-/// grid's z), an OpenMP loop on the host backend.
+/// Runs f(x, y, z) for every voxel of slab w (vox::detail::for_each_voxel_range).
 template <class F>
 void launch_voxels(stream_view s, const F& f, const extent3& e, const slab& w, const char* op) {
-#if VOX_BACKEND_CUDA
-  const dim3u g = grid_for(e.x, e.y, w.depth(), default_block);
-  voxel_kernel<<<dim3(g.x, g.y, g.z), dim3(default_block.x, default_block.y, 1), 0, s.value()>>>(
-      f, e.x, e.y, w.z0, w.z1);
-  check_launch(op);
-#else
-  (void)s;
-  (void)op;
-  const idx_t depth = static_cast<idx_t>(w.depth());
-  const idx_t rows = static_cast<idx_t>(e.y);
-#pragma omp parallel for collapse(2) schedule(static)
-  for (idx_t dz = 0; dz < depth; ++dz) {
-    for (idx_t y = 0; y < rows; ++y) {
-      for (std::size_t x = 0; x < e.x; ++x)
-        f(x, static_cast<std::size_t>(y), w.z0 + static_cast<std::size_t>(dz));
-    }
-  }
-#endif
+  vox::detail::for_each_voxel_range(s, f, e.x, e.y, w.z0, w.z1, op);
 }
 
 // ---- generic separable 1D pass (both backends) ---------------------------------------------

@@ -196,47 +196,11 @@ struct pad_fn {
   }
 };
 
-// ---------------------------------------------------------------------------------------------
-// Launch of a per-voxel functor over output slices [z0, z1): one launch (CUDA) or one OpenMP
-// loop (host).
-// ---------------------------------------------------------------------------------------------
-
-#if VOX_BACKEND_CUDA
-template <class F>
-__global__ void voxel_kernel(F f, std::size_t nx, std::size_t ny, std::size_t z0, std::size_t z1) {
-  for (std::size_t z = z0 + blockIdx.z; z < z1; z += gridDim.z) {
-    for (std::size_t y = std::size_t{blockIdx.y} * blockDim.y + threadIdx.y; y < ny;
-         y += std::size_t{blockDim.y} * gridDim.y) {
-      for (std::size_t x = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; x < nx;
-           x += std::size_t{blockDim.x} * gridDim.x) {
-        f(x, y, z);
-      }
-    }
-  }
-}
-#endif
-
+/// Launch of a per-voxel functor over output slices [z0, z1) (vox::detail::for_each_voxel_range).
 template <class F>
 void launch_voxels(stream_view s, const F& f, std::size_t nx, std::size_t ny, std::size_t z0,
                    std::size_t z1, const char* op) {
-#if VOX_BACKEND_CUDA
-  const dim3u g = grid_for(nx, ny, z1 - z0, default_block);
-  voxel_kernel<<<dim3(g.x, g.y, g.z), dim3(default_block.x, default_block.y, 1), 0, s.value()>>>(
-      f, nx, ny, z0, z1);
-  check_launch(op);
-#else
-  (void)s;
-  (void)op;
-  const std::ptrdiff_t depth = static_cast<std::ptrdiff_t>(z1 - z0);
-  const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(ny);
-#pragma omp parallel for collapse(2) schedule(static)
-  for (std::ptrdiff_t dz = 0; dz < depth; ++dz) {
-    for (std::ptrdiff_t y = 0; y < rows; ++y) {
-      for (std::size_t x = 0; x < nx; ++x)
-        f(x, static_cast<std::size_t>(y), z0 + static_cast<std::size_t>(dz));
-    }
-  }
-#endif
+  vox::detail::for_each_voxel_range(s, f, nx, ny, z0, z1, op);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -40,6 +40,17 @@ extent3 op_extent(const std::vector<exec::access>& acc, const char* op);
 template <class F>
 __global__ void for_each_voxel_kernel(F f, std::size_t nx, std::size_t ny, std::size_t z0,
                                       std::size_t z1) {
+  if (nx <= 0xffffffffu && ny <= 0xffffffffu && std::size_t{gridDim.x} * blockDim.x >= nx &&
+      std::size_t{gridDim.y} * blockDim.y >= ny) {
+    // The grid covers the slice (grid_for makes it so whenever the limits allow): one x and y
+    // per thread, in 32-bit arithmetic, and a loop over z only.
+    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= nx || y >= ny) return;
+    for (std::size_t z = z0 + blockIdx.z; z < z1; z += gridDim.z)
+      f(std::size_t{x}, std::size_t{y}, z);
+    return;
+  }
   for (std::size_t z = z0 + blockIdx.z; z < z1; z += gridDim.z) {
     for (std::size_t y = std::size_t{blockIdx.y} * blockDim.y + threadIdx.y; y < ny;
          y += std::size_t{blockDim.y} * gridDim.y) {
@@ -52,21 +63,25 @@ __global__ void for_each_voxel_kernel(F f, std::size_t nx, std::size_t ny, std::
 }
 #endif
 
+/// @brief f(x, y, z) for every voxel of slices [z0, z1) of an nx x ny slice, on `s`: one launch
+///        (slices in the grid's z) on the cuda backend, an OpenMP loop on the host backend.
+///        Launch errors name `op`. Shared by for_each_voxel and the library's per-voxel ops.
 template <class F>
 void for_each_voxel_range(stream_view s, const F& f, std::size_t nx, std::size_t ny,
-                          std::size_t z0, std::size_t z1) {
+                          std::size_t z0, std::size_t z1, const char* op = "for_each_voxel") {
 #if VOX_BACKEND_CUDA
 #if defined(__CUDACC__)
   const dim3u g = grid_for(nx, ny, z1 - z0, default_block);
   for_each_voxel_kernel<<<dim3(g.x, g.y, g.z), dim3(default_block.x, default_block.y, 1), 0,
                           s.value()>>>(f, nx, ny, z0, z1);
-  check_launch("for_each_voxel");
+  check_launch(op);
 #else
   static_assert(sizeof(F) == 0,
                 "vox::for_each_voxel on the CUDA backend must be compiled by nvcc (.cu file)");
 #endif
 #else
   (void)s;
+  (void)op;
   const std::ptrdiff_t depth = static_cast<std::ptrdiff_t>(z1 - z0);
   const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(ny);
 #pragma omp parallel for collapse(2) schedule(static)
