@@ -82,6 +82,25 @@ void volume<T>::release_() noexcept {
 }
 
 template <class T>
+void volume<T>::reshape(stream_set& streams, extent3 e) {
+  constexpr const char* op = "volume::reshape";
+  VOX_EXPECTS(storage_ != nullptr, op, "volume is empty");
+  const std::size_t n = checked_voxels(e, sizeof(T), op);
+  VOX_EXPECTS(n <= storage_->size(), op,
+              "extent " + e.str() + " needs " + std::to_string(n) + " voxels, the storage holds " +
+                  std::to_string(storage_->size()));
+  if (e == extent_) return;
+  auto ledger = std::make_unique<exec::slice_ledger>(e.z);
+  const std::shared_ptr<exec::stream_state>& st = streams.state(0);
+  // The new ledger's single writer comes after every access the old ledger knew of, so later
+  // ops that wait on it are ordered after all of them.
+  exec::join_all(*ledger_, *st, op);
+  ledger->set_all_written(exec::record_mark(st, op));
+  ledger_ = std::move(ledger);
+  extent_ = e;
+}
+
+template <class T>
 void volume<T>::set_spacing(vec3d s) {
   VOX_EXPECTS(s.x > 0 && s.y > 0 && s.z > 0, "volume::set_spacing",
               "spacing must be positive in every axis");

@@ -91,7 +91,20 @@ class volume {
   [[nodiscard]] volume_view<T> view() noexcept { return {data(), extent_}; }
   [[nodiscard]] volume_view<const T> view() const noexcept { return {data(), extent_}; }
 
-  /// @brief The underlying Thrust container. Work enqueued on it directly bypasses the ledger.
+  /// @brief Voxels the storage holds: size(), unless reshape() made the extent smaller.
+  [[nodiscard]] std::size_t capacity() const noexcept { return storage_ ? storage_->size() : 0; }
+  /// @brief Gives the volume extent `e` inside the storage it already has, without allocating
+  ///        or initialising: one buffer serves slabs of several depths (vox::stream_process).
+  ///        e.voxels() must not exceed capacity(); voxel values are unspecified afterwards (the
+  ///        old voxels, reinterpreted). The first stream of `streams` waits, on the device, for
+  ///        every event of the old ledger, and the event it then records becomes the writer of
+  ///        every slice of the new ledger. A no-op when `e` is the current extent. Asynchronous.
+  ///        Throws vox::invalid_argument (empty volume, empty extent, extent larger than the
+  ///        storage) with nothing changed.
+  void reshape(stream_set& streams, extent3 e);
+
+  /// @brief The underlying Thrust container (capacity() elements). Work enqueued on it directly
+  ///        bypasses the ledger.
   [[nodiscard]] storage_type& storage();
   [[nodiscard]] const storage_type& storage() const;
   /// @brief The per-slice dependency ledger (mutable: reads are recorded too).

@@ -23,4 +23,5 @@
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/io/format.hpp>
 #include <voxstream/io/png.hpp>
+#include <voxstream/io/stream_process.hpp>
 #include <voxstream/volume.hpp>

@@ -24,6 +24,8 @@
 #include <voxstream/io/png.hpp>
 #include <voxstream/io/tiff.hpp>
 
+#include "streamed_file.hpp"
+
 namespace vox {
 
 std::size_t dtype_size(dtype t) noexcept {
@@ -886,6 +888,16 @@ class staged_files {
 
   /// Creates a fresh temporary next to `dest` and lets `fill` write it.
   void add(const fs::path& dest, const std::function<void(const fs::path& tmp)>& fill) {
+    const fs::path tmp = reserve(dest);
+    fill(tmp);
+    fd_file f(tmp, O_RDONLY, op_);  // durable before it replaces the old file
+    f.sync(op_);
+    f.close(op_);
+  }
+
+  /// Creates a fresh, empty temporary next to `dest` for the caller to write (and make durable)
+  /// before commit().
+  fs::path reserve(const fs::path& dest) {
     static std::atomic<unsigned> counter{0};
     const std::string p = dest.string();
     if (dest.filename().empty() || dest.filename() == "." || dest.filename() == "..")
@@ -905,10 +917,7 @@ class staged_files {
         VOX_IO_FAIL(op_, p, "cannot create a temporary file in its directory: " + os_error(err));
     }
     files_.emplace_back(tmp, dest);
-    fill(tmp);
-    fd_file f(tmp, O_RDONLY, op_);  // durable before it replaces the old file
-    f.sync(op_);
-    f.close(op_);
+    return tmp;
   }
 
   /// Renames every temporary over its destination, in the order they were added.
@@ -1001,9 +1010,16 @@ std::string detached_name(const fs::path& header, file_format f, encoding enc) {
   return stem + (enc == encoding::gzip ? ".zraw" : ".raw");
 }
 
-void write_impl(const fs::path& path, const void* data, const extent3& e, dtype t,
-                const write_options& o) {
-  constexpr const char* op = "io::write";
+/// Where write() puts a volume: the format, and whether header and voxels are separate files.
+struct write_target {
+  file_format format{file_format::raw};
+  bool detached{false};
+};
+
+/// The format (from the options or the extension) and layout of a write to `path`, with the
+/// options checked. Throws vox::invalid_argument.
+write_target target_of(const fs::path& path, const extent3& e, const write_options& o,
+                       const char* op) {
   const std::string p = path.string();
   const std::optional<file_format> ext = format_from_extension(path);
   VOX_EXPECTS(o.format || ext, op,
@@ -1013,10 +1029,11 @@ void write_impl(const fs::path& path, const void* data, const extent3& e, dtype 
   const file_format f = o.format ? *o.format : *ext;
   expect_options(o, e, f, op);
   const std::string ext_l = lower(path.extension().string());
-  const bool detached = o.detached || ext_l == ".nhdr" || ext_l == ".mhd";
-  const std::size_t elem = dtype_size(t);
-  const std::size_t bytes = e.voxels() * elem;
+  return {f, o.detached || ext_l == ".nhdr" || ext_l == ".mhd"};
+}
 
+/// What the header of a written volume says.
+volume_info written_info(const extent3& e, dtype t, const write_options& o, file_format f) {
   volume_info info;
   info.format = f;
   info.extent = e;
@@ -1026,6 +1043,19 @@ void write_impl(const fs::path& path, const void* data, const extent3& e, dtype 
   info.origin = o.origin;
   info.order = o.order;
   info.enc = o.enc;
+  return info;
+}
+
+void write_impl(const fs::path& path, const void* data, const extent3& e, dtype t,
+                const write_options& o) {
+  constexpr const char* op = "io::write";
+  const std::string p = path.string();
+  const write_target target = target_of(path, e, o, op);
+  const file_format f = target.format;
+  const bool detached = target.detached;
+  const std::size_t elem = dtype_size(t);
+  const std::size_t bytes = e.voxels() * elem;
+  const volume_info info = written_info(e, t, o, f);
 
   switch (f) {
     case file_format::raw:
@@ -1121,6 +1151,193 @@ void write(const fs::path& path, const host_volume<T>& v, const write_options& o
 
 void write_any(const fs::path& path, const any_host_volume& v, const write_options& opt) {
   std::visit([&](const auto& h) { write(path, h, opt); }, v);
+}
+
+// ---- slab by slab (vox::stream_process) ---------------------------------------------------------
+
+struct detail::streamed_file_writer::impl {
+  static constexpr const char* op = "file_sink";
+  // Declared first, destroyed last: the temporaries are removed after the file is closed.
+  staged_files staged{op};
+  fs::path path;
+  std::string data_name;  // detached: the data file's name, as the header gives it
+  fs::path data_tmp;      // the temporary the voxels go to
+  write_target target;
+  volume_info info;
+  write_options opt;
+  std::unique_ptr<fd_file> file;
+  std::unique_ptr<io::file_sink> raw_out;
+  std::unique_ptr<deflate_sink> zip_out;
+  sink* out{nullptr};
+  std::uint64_t remaining{0};
+};
+
+detail::streamed_file_writer::streamed_file_writer(const fs::path& path, const extent3& e,
+                                                   dtype t, const write_options& opt) {
+  constexpr const char* op = impl::op;
+  checked_voxels(e, dtype_size(t), op);
+  const write_target target = target_of(path, e, opt, op);
+  VOX_EXPECTS(target.format == file_format::raw || target.format == file_format::nrrd ||
+                  target.format == file_format::metaimage,
+              op,
+              std::string("writes raw, NRRD and MetaImage files slab by slab, not ") +
+                  format_name(target.format) + " ('" + path.string() +
+                  "'): write a whole volume with vox::io::write");
+  auto m = std::make_unique<impl>();
+  m->path = path;
+  m->target = target;
+  m->opt = opt;
+  m->info = written_info(e, t, opt, target.format);
+  m->remaining = m->info.data_bytes();
+  const bool nrrd = target.format == file_format::nrrd;
+  fs::path data_path = path;
+  if (target.detached && target.format != file_format::raw) {
+    m->data_name = detached_name(path, target.format, opt.enc);
+    VOX_EXPECTS(m->data_name != path.filename().string(), op,
+                "the detached data file would overwrite the header: rename '" + path.string() +
+                    "'");
+    data_path = path.parent_path() / m->data_name;
+  }
+  m->data_tmp = m->staged.reserve(data_path);
+  m->file = std::make_unique<fd_file>(m->data_tmp, O_WRONLY | O_TRUNC, op);
+  m->raw_out = std::make_unique<io::file_sink>(*m->file, op);
+  if (m->data_name.empty() && target.format != file_format::raw) {
+    const std::string h = nrrd ? detail::format_nrrd_header(m->info, {})
+                               : detail::format_metaimage_header(m->info, {}, 0);
+    m->raw_out->put(h.data(), h.size());
+  }
+  m->out = m->raw_out.get();
+  if (opt.enc == encoding::gzip) {
+    // NRRD takes a gzip stream, MetaImage a zlib one (as write() writes them). An attached
+    // MetaImage header cannot give CompressedDataSize ahead of the data; it is optional.
+    m->zip_out = std::make_unique<deflate_sink>(*m->raw_out, opt.compression_level, nrrd, op,
+                                                path.string());
+    m->out = m->zip_out.get();
+  }
+  impl_ = std::move(m);
+}
+
+detail::streamed_file_writer::~streamed_file_writer() = default;
+
+void detail::streamed_file_writer::append(const void* data, std::size_t bytes) {
+  constexpr const char* op = impl::op;
+  VOX_EXPECTS(impl_ != nullptr, op, "the file was already committed or discarded");
+  VOX_EXPECTS(bytes <= impl_->remaining, op,
+              "'" + impl_->path.string() + "': " + std::to_string(bytes) +
+                  " more bytes of voxels, but only " + std::to_string(impl_->remaining) +
+                  " remain in the volume");
+  const std::size_t elem = dtype_size(impl_->info.type);
+  VOX_EXPECTS(bytes % elem == 0, op, "appends whole voxels only");
+  put_voxels(*impl_->out, data, bytes, elem, impl_->opt.order);
+  impl_->remaining -= bytes;
+}
+
+void detail::streamed_file_writer::commit() {
+  constexpr const char* op = impl::op;
+  VOX_EXPECTS(impl_ != nullptr, op, "the file was already committed or discarded");
+  VOX_EXPECTS(impl_->remaining == 0, op,
+              "'" + impl_->path.string() + "': " + std::to_string(impl_->remaining) +
+                  " bytes of voxels were never written");
+  std::unique_ptr<impl> m = std::move(impl_);  // whatever happens, the temporaries go with m
+  if (m->zip_out) m->zip_out->finish();
+  m->file->sync(op);
+  m->file->close(op);
+  if (!m->data_name.empty()) {
+    std::uint64_t csize = 0;
+    if (m->opt.enc == encoding::gzip) {
+      struct stat st {};
+      if (::stat(m->data_tmp.c_str(), &st) != 0) {
+        const int err = errno;
+        VOX_IO_FAIL(op, m->path.string(), "cannot stat the data file: " + os_error(err));
+      }
+      csize = static_cast<std::uint64_t>(st.st_size);
+    }
+    const std::string h = m->target.format == file_format::nrrd
+                              ? detail::format_nrrd_header(m->info, m->data_name)
+                              : detail::format_metaimage_header(m->info, m->data_name, csize);
+    m->staged.add(m->path, [&](const fs::path& tmp) { write_bytes(tmp, h, {}, op); });
+  }
+  m->staged.commit();
+}
+
+void detail::streamed_file_writer::discard() noexcept { impl_.reset(); }
+
+std::uint64_t detail::streamed_file_writer::remaining() const noexcept {
+  return impl_ ? impl_->remaining : 0;
+}
+
+struct detail::sequential_voxel_reader::impl {
+  static constexpr const char* op = "file_source";
+  volume_info info;
+  // The open gzip stream (declared in the order they depend on each other).
+  std::unique_ptr<fd_file> file;
+  std::unique_ptr<io::file_source> raw_in;
+  std::unique_ptr<inflate_source> zip_in;
+  std::size_t pos{0};  // slices decoded so far
+
+  void restart() {
+    zip_in.reset();
+    raw_in.reset();
+    file.reset();
+    file = std::make_unique<fd_file>(info.data_file, O_RDONLY, op);
+    const std::uint64_t size = file->size(op);
+    if (info.data_offset > size)
+      VOX_IO_FAIL(op, file->path(), "voxel data truncated: the file ends before the data begins");
+    std::uint64_t limit = size - info.data_offset;
+    if (info.compressed_bytes != 0) limit = std::min(limit, info.compressed_bytes);
+    raw_in = std::make_unique<io::file_source>(*file, info.data_offset, limit, op);
+    zip_in = std::make_unique<inflate_source>(*raw_in, op, file->path());
+    skip_bytes(*zip_in, info.decoded_skip, op, file->path());
+    pos = 0;
+  }
+};
+
+detail::sequential_voxel_reader::sequential_voxel_reader(volume_info info)
+    : impl_(std::make_unique<impl>()) {
+  impl_->info = std::move(info);
+}
+
+detail::sequential_voxel_reader::~sequential_voxel_reader() = default;
+
+void detail::sequential_voxel_reader::read(std::size_t z0, std::size_t nz, void* dst,
+                                           std::size_t dst_bytes) {
+  impl& m = *impl_;
+  const volume_info& info = m.info;
+  if (info.enc != encoding::gzip || info.format == file_format::tiff) {
+    read_voxels(info, z0, nz, dst, dst_bytes);
+    return;
+  }
+  constexpr const char* op = impl::op;
+  checked_voxels(info.extent, dtype_size(info.type), op);
+  VOX_EXPECTS(z0 <= info.extent.z && nz <= info.extent.z - z0, op,
+              "slices [" + std::to_string(z0) + ", " + std::to_string(z0 + nz) +
+                  ") are outside the volume's " + std::to_string(info.extent.z));
+  const std::size_t elem = dtype_size(info.type);
+  const std::uint64_t slice = static_cast<std::uint64_t>(info.extent.slice_voxels()) * elem;
+  VOX_EXPECTS(dst_bytes == slice * nz, op,
+              "dst holds " + std::to_string(dst_bytes) + " bytes, the slices need " +
+                  std::to_string(slice * nz));
+  VOX_EXPECTS(dst != nullptr || nz == 0, op, "dst is null");
+  if (nz == 0) return;
+  if (!m.zip_in || z0 < m.pos) m.restart();
+  const std::string& path = m.file->path();
+  try {
+    skip_bytes(*m.zip_in, slice * (z0 - m.pos), op, path);
+    read_exact(*m.zip_in, dst, static_cast<std::size_t>(slice * nz), info.data_bytes(), op, path);
+    m.pos = z0 + nz;
+    if (m.pos == info.extent.z) {
+      // As read_voxels: reaching the stream's end checks its CRC (gzip) or Adler-32.
+      unsigned char extra = 0;
+      if (m.zip_in->get(&extra, 1) != 0)
+        VOX_IO_FAIL(op, path,
+                    "the compressed stream holds more than the " +
+                        std::to_string(info.data_bytes()) + " bytes of voxels the header declares");
+    }
+  } catch (...) {
+    m.zip_in.reset();  // a failed stream is not resumed: the next read starts over
+    throw;
+  }
+  if (info.order != native_byte_order && elem > 1) swap_bytes(dst, dst_bytes / elem, elem);
 }
 
 #define VOX_IO_INSTANTIATE(T)                                                            \
