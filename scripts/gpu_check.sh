@@ -9,8 +9,8 @@
 #   scripts/gpu_check.sh --sanitizers the build and the sanitizers only
 #   scripts/gpu_check.sh --no-bench   no benchmarks beyond bench_core, no demo
 #
-# Every step's full output goes to a log under ${OUT:-build/gpu-logs}, at most 8 files: 7 logs
-# and summary.txt; pictures and traces (seed timelines, the streaming timeline, the demo PNG) are
+# Every step's full output goes to a log under ${OUT:-build/gpu-logs}, at most 8 files: 6 logs,
+# the artifacts and summary.txt; pictures and traces (seed timelines, the streaming timeline, the demo PNG) are
 # packed into 07-artifacts.tar. A failing step does not stop the later ones. A short summary is
 # printed last: one line per step (PASS/FAIL/TIMEOUT/SKIP and seconds), every '^RESULT ' line of
 # the samples and benchmarks, the compute-sanitizer error summaries and the ctest summary lines.
@@ -29,11 +29,11 @@
 #   GPU_CHECK_TIMED         regex of the tests that run one at a time (timing ratios)
 #   VOX_SANITIZER_FILTER    gtest filter for the sanitizer runs (default below)
 #   VOX_SANITIZER_TESTS     test binaries for the sanitizers, relative to build/cuda
-#                           (default tests/unit/voxstream_tests; e.g. add
-#                           tests/ops/voxstream_ops_tests)
+#                           (default: the unit, ops and streaming test binaries)
 #   VOX_SANITIZER_API_ERRORS  compute-sanitizer --report-api-errors (default no, see below)
 #
-# The sanitizer runs exclude the tests whose assertions are timing ratios (concurrency, timing and
+# The sanitizer runs exclude the 512^3 tests (*Large*: minutes under memcheck) and the tests
+# whose assertions are timing ratios (concurrency, timing and
 # performance tests): under compute-sanitizer every kernel is serialised and slowed by orders of
 # magnitude, so those ratios are meaningless there (and slow). The rest of the suite exercises the
 # same launch, transfer and ledger code under both tools.
@@ -72,21 +72,21 @@ BUDGET=${GPU_CHECK_BUDGET_S:-570}
 JOBS=${GPU_CHECK_JOBS:-16}
 CTEST_JOBS=${GPU_CHECK_CTEST_JOBS:-8}
 TIMED=${GPU_CHECK_TIMED:-Concurrency|Timing|Perf|timeline_cuda|seed|Overlap}
-SAN_FILTER=${VOX_SANITIZER_FILTER:--*Concurrency*:*Timing*:*Perf*}
+SAN_FILTER=${VOX_SANITIZER_FILTER:--*Concurrency*:*Timing*:*Perf*:*Large*}
 SAN_API_ERRORS=${VOX_SANITIZER_API_ERRORS:-no}
 BUILD="$ROOT/build/cuda"
 # GoogleTest binaries the sanitizers run, relative to build/cuda (space-separated).
-SAN_TESTS=${VOX_SANITIZER_TESTS:-tests/unit/voxstream_tests}
+SAN_TESTS=${VOX_SANITIZER_TESTS:-tests/unit/voxstream_tests tests/ops/voxstream_ops_tests tests/stream/voxstream_stream_tests}
 RESERVE=5  # seconds kept for the summary
 
-LOG_ENV="$OUT_DIR/00-env.log"
+LOG_ENV="$OUT_DIR/01-build.log"  # the environment heads the build log
 LOG_BUILD="$OUT_DIR/01-build.log"
 LOG_CTEST="$OUT_DIR/02-ctest.log"
 LOG_SAMPLES="$OUT_DIR/03-samples.log"
 LOG_BENCH="$OUT_DIR/04-bench.log"
 LOG_MEMCHECK="$OUT_DIR/05-memcheck.log"
 LOG_SYNCCHECK="$OUT_DIR/06-synccheck.log"
-ARTIFACTS="$OUT_DIR/07-artifacts.tar"
+ARTIFACTS="$OUT_DIR/07-artifacts.tar"  # with 01-06 and summary.txt: 8 files at most
 SUMMARY_FILE="$OUT_DIR/summary.txt"
 for f in "$LOG_ENV" "$LOG_BUILD" "$LOG_CTEST" "$LOG_SAMPLES" "$LOG_BENCH" "$LOG_MEMCHECK" \
          "$LOG_SYNCCHECK" "$SUMMARY_FILE"; do
