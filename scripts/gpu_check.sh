@@ -32,7 +32,8 @@
 #                           (default: the unit, ops and streaming test binaries)
 #   VOX_SANITIZER_API_ERRORS  compute-sanitizer --report-api-errors (default no, see below)
 #
-# The sanitizer runs exclude the 512^3 tests (*Large*: minutes under memcheck) and the tests
+# The sanitizer runs exclude the 512^3 tests (*Large*: minutes under memcheck), the CUPTI
+# sync audits (*audit*: CUPTI and the sanitizer both hook the runtime) and the tests
 # whose assertions are timing ratios (concurrency, timing and
 # performance tests): under compute-sanitizer every kernel is serialised and slowed by orders of
 # magnitude, so those ratios are meaningless there (and slow). The rest of the suite exercises the
@@ -72,7 +73,7 @@ BUDGET=${GPU_CHECK_BUDGET_S:-570}
 JOBS=${GPU_CHECK_JOBS:-16}
 CTEST_JOBS=${GPU_CHECK_CTEST_JOBS:-8}
 TIMED=${GPU_CHECK_TIMED:-Concurrency|Timing|Perf|timeline_cuda|seed|Overlap}
-SAN_FILTER=${VOX_SANITIZER_FILTER:--*Concurrency*:*Timing*:*Perf*:*Large*}
+SAN_FILTER=${VOX_SANITIZER_FILTER:--*Concurrency*:*Timing*:*Perf*:*Large*:*audit*}
 SAN_API_ERRORS=${VOX_SANITIZER_API_ERRORS:-no}
 BUILD="$ROOT/build/cuda"
 # GoogleTest binaries the sanitizers run, relative to build/cuda (space-separated).
