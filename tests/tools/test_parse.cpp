@@ -1,0 +1,160 @@
+// The command line (CLI11): subcommands, defaults, op order, and the values it rejects.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace {
+
+using vox::cli::command;
+using vox::cli::op_kind;
+using vox::cli::parse_args;
+using vox::cli::parsed_command;
+using vox::cli::usage_error;
+
+TEST(Parse, RunKeepsTheOrderOfTheOps) {
+  const parsed_command pc = parse_args({"run", "in.nrrd", "-o", "out.nrrd", "--gaussian", "2",
+                                        "--threshold", "0.3:1", "--max-projection", "z"});
+  ASSERT_EQ(pc.cmd, command::run);
+  EXPECT_EQ(pc.run.input.path, "in.nrrd");
+  EXPECT_FALSE(pc.run.input.raw.has_value());
+  EXPECT_EQ(pc.run.output, "out.nrrd");
+  ASSERT_EQ(pc.run.ops.size(), 3u);
+  EXPECT_EQ(pc.run.ops[0].kind, op_kind::gaussian);
+  EXPECT_DOUBLE_EQ(pc.run.ops[0].sigma.x, 2.0);
+  EXPECT_EQ(pc.run.ops[1].kind, op_kind::threshold);
+  EXPECT_TRUE(pc.run.ops[1].range);
+  EXPECT_EQ(pc.run.ops[2].kind, op_kind::max_projection);
+  EXPECT_EQ(pc.run.budget, 0u);  // the default, decided at run time
+  EXPECT_EQ(pc.run.streaming, vox::cli::stream_choice::automatic);
+}
+
+TEST(Parse, RepeatedOpsKeepTheirOwnValues) {
+  const parsed_command pc =
+      parse_args({"run", "in.nrrd", "--gaussian=1", "--median", "3", "--gradient-magnitude",
+                  "--gaussian", "2.5", "--clamp", "-1:1", "--gradient-magnitude", "--threshold",
+                  "-0.5", "-o", "x.mha", "--convert", "uint16"});
+  ASSERT_EQ(pc.run.ops.size(), 8u);
+  const op_kind kinds[] = {op_kind::gaussian,  op_kind::median,
+                           op_kind::gradient_magnitude, op_kind::gaussian,
+                           op_kind::clamp,     op_kind::gradient_magnitude,
+                           op_kind::threshold};
+  for (std::size_t i = 0; i < 7; ++i) EXPECT_EQ(pc.run.ops[i].kind, kinds[i]) << i;
+  EXPECT_DOUBLE_EQ(pc.run.ops[0].sigma.x, 1.0);
+  EXPECT_DOUBLE_EQ(pc.run.ops[3].sigma.x, 2.5);
+  EXPECT_DOUBLE_EQ(pc.run.ops[4].a, -1.0);
+  EXPECT_DOUBLE_EQ(pc.run.ops[6].a, -0.5);
+  EXPECT_FALSE(pc.run.ops[6].range);
+  EXPECT_EQ(pc.run.ops[7].kind, op_kind::convert);  // after -o: options mix freely
+  EXPECT_EQ(pc.run.ops[7].type, vox::dtype::uint16);
+}
+
+TEST(Parse, RunOptions) {
+  const parsed_command pc =
+      parse_args({"run", "in.raw", "-o", "o.nrrd", "--budget", "512M", "--streams", "4",
+                  "--stream", "--slab-depth", "16", "--raw-extent", "10,20,30", "--raw-type",
+                  "uint16", "--raw-offset", "8", "--big-endian", "--progress", "plain", "-q"});
+  EXPECT_EQ(pc.run.budget, std::size_t{512} << 20);
+  EXPECT_EQ(pc.run.streams, 4u);
+  EXPECT_EQ(pc.run.streaming, vox::cli::stream_choice::always);
+  EXPECT_EQ(pc.run.slab_depth, 16u);
+  EXPECT_EQ(pc.run.progress, vox::cli::progress_mode::plain);  // given: --quiet does not hide it
+  EXPECT_TRUE(pc.quiet);
+  ASSERT_TRUE(pc.run.input.raw.has_value());
+  EXPECT_EQ(pc.run.input.raw->extent, (vox::extent3{10, 20, 30}));
+  EXPECT_EQ(pc.run.input.raw->type, vox::dtype::uint16);
+  EXPECT_EQ(pc.run.input.raw->offset, 8u);
+  EXPECT_EQ(pc.run.input.raw->order, vox::io::byte_order::big);
+  EXPECT_TRUE(pc.run.ops.empty());
+  // --quiet alone turns progress off.
+  EXPECT_EQ(parse_args({"run", "a.nrrd", "-o", "b.nrrd", "-q"}).run.progress,
+            vox::cli::progress_mode::off);
+  EXPECT_EQ(parse_args({"run", "a.nrrd", "-o", "b.nrrd", "--in-memory"}).run.streaming,
+            vox::cli::stream_choice::never);
+}
+
+TEST(Parse, InfoMipPhantom) {
+  const parsed_command i = parse_args({"info", "v.nrrd", "--header-only"});
+  EXPECT_EQ(i.cmd, command::info);
+  EXPECT_FALSE(i.info.stats);
+  EXPECT_EQ(i.info.input.path, "v.nrrd");
+
+  const parsed_command m = parse_args({"mip", "v.nrrd", "-o", "m.png"});
+  EXPECT_EQ(m.cmd, command::mip);
+  EXPECT_EQ(m.mip.kind, op_kind::max_projection);
+  EXPECT_EQ(m.mip.axis, vox::projection_axis::z);
+  EXPECT_TRUE(std::isnan(m.mip.png.low) && std::isnan(m.mip.png.high));  // auto min/max
+  EXPECT_EQ(m.mip.png.bit_depth, 8);
+  const parsed_command m2 = parse_args({"mip", "v.nrrd", "-o", "m.png", "--axis", "y", "--mode",
+                                        "mean", "--window", "2", "--level", "1", "--bits", "16"});
+  EXPECT_EQ(m2.mip.axis, vox::projection_axis::y);
+  EXPECT_EQ(m2.mip.kind, op_kind::mean_projection);
+  EXPECT_DOUBLE_EQ(m2.mip.png.low, 0.0);
+  EXPECT_DOUBLE_EQ(m2.mip.png.high, 2.0);
+  EXPECT_EQ(m2.mip.png.bit_depth, 16);
+  EXPECT_FALSE(m.mip.slab.has_value());
+  const parsed_command m3 =
+      parse_args({"mip", "v.nrrd", "-o", "m.png", "--range", "0.1:0.9", "--slab", "10:20"});
+  ASSERT_TRUE(m3.mip.slab.has_value());
+  EXPECT_EQ(m3.mip.slab->first, 10u);
+  EXPECT_EQ(m3.mip.slab->second, 20u);
+  EXPECT_DOUBLE_EQ(m3.mip.png.low, 0.1);
+  EXPECT_DOUBLE_EQ(m3.mip.png.high, 0.9);
+
+  const parsed_command p = parse_args({"phantom", "-o", "p.nrrd"});
+  EXPECT_EQ(p.cmd, command::phantom);
+  EXPECT_EQ(p.phantom.phantom.extent, (vox::extent3{128, 128, 128}));
+  EXPECT_EQ(p.phantom.phantom.type, vox::dtype::float32);
+  EXPECT_DOUBLE_EQ(p.phantom.phantom.scale, 1.0);
+  EXPECT_DOUBLE_EQ(p.phantom.phantom.noise, 0.0);
+  const parsed_command p2 = parse_args({"phantom", "-o", "p.mha", "--size", "32,24,16", "--type",
+                                        "uint16", "--noise", "0.05", "--seed", "7"});
+  EXPECT_EQ(p2.phantom.phantom.extent, (vox::extent3{32, 24, 16}));
+  EXPECT_EQ(p2.phantom.phantom.type, vox::dtype::uint16);
+  EXPECT_DOUBLE_EQ(p2.phantom.phantom.scale, 1000.0);  // the uint16 default
+  EXPECT_DOUBLE_EQ(p2.phantom.phantom.noise, 0.05);
+  EXPECT_EQ(p2.phantom.phantom.seed, 7u);
+}
+
+TEST(Parse, Rejects) {
+  const std::vector<std::vector<std::string>> bad = {
+      {},
+      {"frobnicate"},
+      {"run", "in.nrrd"},                                        // no -o
+      {"run", "-o", "x.nrrd"},                                   // no input
+      {"run", "in.nrrd", "-o", "x.nrrd", "--gaussian"},          // no value
+      {"run", "in.nrrd", "-o", "x.nrrd", "--gaussian", "2", "3"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--gaussian", "-2"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--unknown-op", "1"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--max-projection", "z", "--gaussian", "1"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--stream", "--in-memory"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--budget", "lots"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--streams", "0"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--slab-depth", "0"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--raw-extent", "4,4,4"},  // no --raw-type
+      {"run", "in.nrrd", "-o", "x.nrrd", "--big-endian"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--progress", "sometimes"},
+      {"mip", "v.nrrd", "-o", "m.png", "--window", "2"},
+      {"mip", "v.nrrd", "-o", "m.png", "--window", "0", "--level", "1"},
+      {"mip", "v.nrrd", "-o", "m.png", "--window", "2", "--level", "1", "--range", "0:1"},
+      {"mip", "v.nrrd", "-o", "m.png", "--bits", "12"},
+      {"mip", "v.nrrd", "-o", "m.png", "--axis", "w"},
+      {"mip", "v.nrrd", "-o", "m.png", "--range", "1:1"},
+      {"mip", "v.nrrd", "-o", "m.png", "--slab", "5:2"},
+      {"phantom", "-o", "p.nrrd", "--size", "0"},
+      {"phantom", "-o", "p.nrrd", "--type", "int32"},
+      {"phantom", "-o", "p.nrrd", "--noise", "-1"},
+      {"phantom"},
+      {"info"},
+  };
+  for (const auto& args : bad) {
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    EXPECT_THROW((void)parse_args(args), usage_error) << line;
+  }
+}
+
+}  // namespace
