@@ -1,0 +1,262 @@
+/// @file partitioned_volume.hpp
+/// @brief Slab decomposition of a volume over several stream sets (issue 6, the part that runs
+///        without several GPUs): partition_plan, partitioned_volume<T>, halo exchange behind a
+///        transport, per-partition ops (apply) and whole-volume combines.
+///
+/// A partitioned_volume<T> splits nz slices into P contiguous, balanced ranges. Partition p is
+/// an ordinary vox::volume<T> on its own vox::stream_set, holding its owned slices plus `halo`
+/// copies of the neighbours' slices on each side where a neighbour exists (clamped at the
+/// volume's ends). Each set stands for one device; today they all live on the current device,
+/// which is how the multi-GPU path is tested without several GPUs.
+///
+/// exchange_halos() copies each partition's boundary owned slices into its neighbours' halo
+/// slices through a vox::dist::transport. Only copy_transport exists (cudaMemcpyAsync, or
+/// cudaMemcpyPeerAsync across devices, on the receiving partition's stream; memcpy on the host
+/// backend); the interface has NCCL's shape (grouped send/recv, one side per stream) so that an
+/// NCCL transport can be added. Transfers are ordered by the per-slice ledgers through
+/// exec::run_op, with no host wait; cross-set ordering works because ledger marks carry their
+/// stream. apply() then runs the same per-partition op everywhere and keeps the owned slices;
+/// sum, min_value, max_value and histogram combine on the host, max_projection_z on partition 0.
+/// With P > 1, a partition must own at least `halo` slices (a halo comes from one neighbour
+/// only): partition_plan rejects thinner partitions with vox::invalid_argument.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <voxstream/core/error.hpp>
+#include <voxstream/core/extent.hpp>
+#include <voxstream/core/stream.hpp>
+#include <voxstream/exec/stream_set.hpp>
+#include <voxstream/ops/reduce.hpp>
+#include <voxstream/volume.hpp>
+
+namespace vox::dist {
+
+/// @brief A half-open range of global z-slices [z0, z1).
+struct slice_range {
+  std::size_t z0{0};
+  std::size_t z1{0};
+  [[nodiscard]] std::size_t depth() const noexcept { return z1 - z0; }
+  [[nodiscard]] bool operator==(const slice_range& o) const noexcept {
+    return z0 == o.z0 && z1 == o.z1;
+  }
+};
+
+/// @brief One partition of a plan: the slices it owns and those it holds (owned plus halos).
+struct partition {
+  std::size_t index{0};
+  slice_range owned;  ///< global slices this partition computes
+  slice_range held;   ///< global slices its volume stores: owned plus clamped halos
+  /// @brief Halo slices below / above the owned range (0 at the volume's ends).
+  [[nodiscard]] std::size_t halo_lo() const noexcept { return owned.z0 - held.z0; }
+  [[nodiscard]] std::size_t halo_hi() const noexcept { return held.z1 - owned.z1; }
+  /// @brief The owned slices in the partition volume's own (local) z coordinates.
+  [[nodiscard]] slice_range local_owned() const noexcept {
+    return {halo_lo(), halo_lo() + owned.depth()};
+  }
+};
+
+/// @brief One halo copy of an exchange, in local z coordinates of both partitions: slices
+///        [src_z0, src_z0 + slices) of partition `src` go to [dst_z0, dst_z0 + slices) of `dst`.
+struct halo_message {
+  std::size_t src{0};
+  std::size_t dst{0};
+  std::size_t src_z0{0};
+  std::size_t dst_z0{0};
+  std::size_t slices{0};
+};
+
+/// @brief Pure slab-decomposition logic (host only, no device work): nz slices into P balanced
+///        contiguous ranges (the first nz % P get one slice more), halos of width h clamped at
+///        the ends, and the halo messages an exchange performs.
+class partition_plan {
+ public:
+  /// @brief Throws vox::invalid_argument for nz == 0, P == 0, P > nz, or (P > 1 and h > 0) a
+  ///        partition owning fewer than h slices.
+  partition_plan(std::size_t nz, std::size_t partitions, std::size_t halo);
+
+  [[nodiscard]] std::size_t slices() const noexcept { return nz_; }
+  [[nodiscard]] std::size_t size() const noexcept { return parts_.size(); }
+  [[nodiscard]] std::size_t halo() const noexcept { return halo_; }
+  [[nodiscard]] const partition& operator[](std::size_t p) const { return parts_.at(p); }
+  [[nodiscard]] const std::vector<partition>& partitions() const noexcept { return parts_; }
+  /// @brief The partition that owns global slice z (z < slices()).
+  [[nodiscard]] std::size_t owner_of(std::size_t z) const;
+  /// @brief The copies exchange_halos makes, lower halos first, in partition order. Each halo
+  ///        comes entirely from the owned slices of one neighbour.
+  [[nodiscard]] std::vector<halo_message> messages() const;
+  [[nodiscard]] bool operator==(const partition_plan& o) const noexcept;
+
+ private:
+  std::size_t nz_{0};
+  std::size_t halo_{0};
+  std::vector<partition> parts_;
+};
+
+/// @brief Where one side of a transfer runs: partition, device, and the stream that side uses.
+struct endpoint {
+  std::size_t partition{0};
+  int device{0};
+  stream_view stream{native_stream{}};
+};
+
+/// @brief One transfer of `bytes` from device memory `src` (partition from) to `dst` (to).
+struct transfer {
+  endpoint from;
+  endpoint to;
+  const void* src{nullptr};
+  void* dst{nullptr};
+  std::size_t bytes{0};
+};
+
+/// @brief How halo bytes move between partitions. exchange_halos orders each transfer's streams
+///        through the ledgers before begin() and records their completion after end(), so a
+///        transport only enqueues (asynchronously) on the streams it is given.
+///        One-sided transports (copy) enqueue the whole transfer on `to.stream`, and from.stream
+///        is the same stream; two-sided ones (NCCL: send on from.stream, recv on to.stream,
+///        between ncclGroupStart in begin() and ncclGroupEnd in end()) get the sender's stream.
+class transport {
+ public:
+  virtual ~transport() = default;
+  [[nodiscard]] virtual const char* name() const noexcept = 0;
+  /// @brief True when the sending side runs on the sender's own stream (NCCL).
+  [[nodiscard]] virtual bool two_sided() const noexcept = 0;
+  /// @brief Starts a group of transfers (ncclGroupStart for NCCL). Asynchronous.
+  virtual void begin() {}
+  /// @brief Enqueues one transfer. Asynchronous.
+  virtual void post(const transfer& t) = 0;
+  /// @brief Ends the group: every transfer posted is enqueued on its streams. Asynchronous.
+  virtual void end() {}
+};
+
+/// @brief Device-to-device copies on the receiving stream: cudaMemcpyAsync on one device,
+///        cudaMemcpyPeerAsync across devices; memcpy on the host backend. Asynchronous.
+class copy_transport final : public transport {
+ public:
+  [[nodiscard]] const char* name() const noexcept override { return "copy"; }
+  [[nodiscard]] bool two_sided() const noexcept override { return false; }
+  void post(const transfer& t) override;
+};
+
+/// @brief A volume split into P z-slabs, each a vox::volume<T> (owned slices plus halos) on its
+///        own stream set. Move-only. T: uint8, uint16, int16, int32, float, double.
+template <class T>
+class partitioned_volume {
+ public:
+  /// @brief Allocates one partition per set in `sets` (set p holds partition p; the sets must
+  ///        outlive the volume). Asynchronous; halo and owned slices are value-initialised.
+  ///        Throws vox::invalid_argument for an empty extent or a bad plan (see partition_plan).
+  partitioned_volume(const std::vector<std::reference_wrapper<stream_set>>& sets, extent3 e,
+                     std::size_t halo);
+  /// @brief Creates `partitions` stream sets of `streams_per_partition` streams each, owned by
+  ///        the volume, and a partition on each. Asynchronous apart from creating the sets
+  ///        (pinned staging allocation).
+  partitioned_volume(std::size_t partitions, std::size_t streams_per_partition, extent3 e,
+                     std::size_t halo, stream_set_options opts = {});
+  ~partitioned_volume();
+  partitioned_volume(const partitioned_volume&) = delete;
+  partitioned_volume& operator=(const partitioned_volume&) = delete;
+  partitioned_volume(partitioned_volume&&) noexcept;
+  partitioned_volume& operator=(partitioned_volume&&) noexcept;
+
+  [[nodiscard]] const extent3& extent() const noexcept { return extent_; }
+  [[nodiscard]] const partition_plan& plan() const noexcept { return plan_; }
+  [[nodiscard]] std::size_t partitions() const noexcept { return plan_.size(); }
+  [[nodiscard]] std::size_t halo() const noexcept { return plan_.halo(); }
+  /// @brief Partition p's volume: extent {nx, ny, plan()[p].held.depth()}.
+  [[nodiscard]] volume<T>& part(std::size_t p) { return parts_.at(p); }
+  [[nodiscard]] const volume<T>& part(std::size_t p) const { return parts_.at(p); }
+  /// @brief Partition p's stream set.
+  [[nodiscard]] stream_set& streams(std::size_t p) const { return *sets_.at(p); }
+
+  /// @brief Copies `count` (= extent().voxels()) voxels of pageable host memory into every
+  ///        partition, halo slices included. Blocks the host until the data is staged (vox::upload).
+  void scatter(const T* src, std::size_t count);
+  /// @brief Copies the owned slices of every partition into `count` voxels of pageable host
+  ///        memory. Blocks the host until the data is in `dst` (vox::download per partition).
+  void gather(T* dst, std::size_t count) const;
+  /// @brief Copies a whole volume of the same extent into every partition, halos included, on
+  ///        the partitions' streams (copy transport), ordered by the ledgers. Asynchronous.
+  void scatter(const volume<T>& src);
+  /// @brief Copies every partition's owned slices into a whole volume of the same extent, on
+  ///        the partitions' streams, ordered by the ledgers. Asynchronous.
+  void gather(volume<T>& dst) const;
+
+ private:
+  extent3 extent_{};
+  partition_plan plan_;
+  std::vector<std::unique_ptr<stream_set>> owned_sets_;  // before parts_: destroyed after them
+  std::vector<stream_set*> sets_;
+  std::vector<volume<T>> parts_;
+};
+
+/// @brief Copies each partition's boundary owned slices into its neighbours' halo slices
+///        (plan().messages()) through `t`. Every transfer is ordered with exec::run_op: the
+///        stream waits on the last writers of the source slices and on the readers and writers
+///        of the destination halo slices; afterwards the ledgers record the reads and writes.
+///        Asynchronous. A no-op for one partition or halo 0. Bookkeeping per message: four
+///        exec::run_op calls with no work (accesses declared before the group and again after
+///        it, since a grouped transport enqueues only at end()), so four events, and one
+///        redundant wait on the source's writer when it is on another stream.
+template <class T>
+void exchange_halos(partitioned_volume<T>& pv, transport& t);
+/// @brief exchange_halos through a copy_transport. Asynchronous.
+template <class T>
+void exchange_halos(partitioned_volume<T>& pv);
+
+/// @brief Runs a per-partition op `fn(stream_set&, const volume<T>& in_part, volume<Out>&
+///        out_part)` on every partition after exchanging in's halos (when radius_z > 0 and there
+///        are several partitions). The owned slices of `out` are then the op's result on the
+///        whole volume for any op whose z radius is at most radius_z; out's halo slices are
+///        unspecified until exchange_halos(out). Asynchronous as far as `fn` is. Throws
+///        vox::invalid_argument if radius_z > in.halo() or the plans differ.
+template <class T, class Out, class F>
+void apply(partitioned_volume<T>& in, partitioned_volume<Out>& out, std::size_t radius_z, F&& fn) {
+  VOX_EXPECTS(in.plan() == out.plan() && in.extent() == out.extent(), "dist::apply",
+              "input and output must have the same extent, partitions and halo");
+  VOX_EXPECTS(radius_z <= in.halo(), "dist::apply",
+              "the op's z radius " + std::to_string(radius_z) + " exceeds the halo width " +
+                  std::to_string(in.halo()));
+  if (radius_z > 0 && in.partitions() > 1) exchange_halos(in);
+  const partitioned_volume<T>& cin = in;
+  for (std::size_t p = 0; p < in.partitions(); ++p) fn(in.streams(p), cin.part(p), out.part(p));
+}
+
+/// @brief Sum of the owned voxels of all partitions. Blocks the host: each partition's per-slice
+///        sums (vox::reduce_slices, in double, enqueued on all partitions first) are downloaded
+///        and added in z order on the host. Integer sums are exact while every slice's sum is
+///        below 2^53 in magnitude; float sums agree with vox::sum to double rounding.
+template <class T>
+[[nodiscard]] sum_t<T> sum(const partitioned_volume<T>& pv);
+/// @brief Smallest owned voxel (NaN ignored; only NaNs gives +inf). Blocks the host as dist::sum.
+template <class T>
+[[nodiscard]] T min_value(const partitioned_volume<T>& pv);
+/// @brief Largest owned voxel (NaN ignored; only NaNs gives -inf). Blocks the host as dist::sum.
+template <class T>
+[[nodiscard]] T max_value(const partitioned_volume<T>& pv);
+
+/// @brief Histogram of the owned voxels of all partitions, with vox::histogram's bins and rules
+///        (`bins` equal bins over [lo, hi), outside and NaN not counted). Blocks the host: on each
+///        partition's set it enqueues vox::histogram of the partition volume and of each halo
+///        (copied into a small scratch volume), for all partitions first; then it downloads the
+///        counts and combines them exactly: owned = held - halos, summed over partitions (the
+///        all-reduce). Throws vox::invalid_argument as vox::histogram does.
+template <class T>
+[[nodiscard]] std::vector<std::uint64_t> histogram(const partitioned_volume<T>& pv,
+                                                   std::size_t bins, double lo, double hi);
+
+/// @brief Maximum intensity projection along z of the whole volume into `out` (extent
+///        {nx, ny, 1}; NaN ignored). Each partition projects its owned slices on its own set;
+///        partitions 1..P-1 send their projection to partition 0's set through a copy_transport,
+///        where an elementwise max combines them. Asynchronous. Throws vox::invalid_argument
+///        for a wrong or empty `out`.
+template <class T>
+void max_projection_z(const partitioned_volume<T>& pv, volume<T>& out);
+
+}  // namespace vox::dist

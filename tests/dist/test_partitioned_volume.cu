@@ -1,0 +1,554 @@
+// Tests of vox::dist (issue 6, single-device part): the partition plan on the host, and
+// partitioned volumes whose partitions stand in for devices (one stream set each, halos moved by
+// the copy transport). Results are compared with the same op on the whole volume.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <voxstream/dist/partitioned_volume.hpp>
+#include <voxstream/voxstream.hpp>
+
+#if VOX_BACKEND_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace {
+
+using vox::extent3;
+using vox::stream_set;
+using vox::volume;
+using vox::dist::halo_message;
+using vox::dist::partition_plan;
+using vox::dist::partitioned_volume;
+using vox::dist::slice_range;
+
+// Runs f, expects vox::invalid_argument whose message contains `what`.
+template <class F>
+void expect_invalid(F&& f, const std::string& what) {
+  try {
+    f();
+    ADD_FAILURE() << "expected vox::invalid_argument containing '" << what << "'";
+  } catch (const vox::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
+template <class T>
+std::vector<T> random_data(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<T> v(n);
+  if constexpr (std::is_floating_point<T>::value) {
+    std::uniform_real_distribution<double> d(-100.0, 100.0);
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  } else {
+    std::uniform_int_distribution<long long> d(std::is_signed<T>::value ? -30000 : 1, 30000);
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  }
+  return v;
+}
+
+template <class T>
+std::vector<T> host_of(stream_set& s, const volume<T>& v) {
+  std::vector<T> h(v.size());
+  vox::download(s, v, h.data(), h.size());
+  return h;
+}
+
+template <class T>
+volume<T> device_of(stream_set& s, extent3 e, const std::vector<T>& h) {
+  volume<T> v(s, e);
+  vox::upload(s, h.data(), h.size(), v);
+  return v;
+}
+
+// Overwrites every halo slice of every partition with `value`.
+template <class T>
+void poison_halos(partitioned_volume<T>& pv, T value) {
+  const std::size_t sv = pv.extent().slice_voxels();
+  for (std::size_t p = 0; p < pv.partitions(); ++p) {
+    auto h = host_of(pv.streams(p), pv.part(p));
+    const slice_range own = pv.plan()[p].local_owned();
+    for (std::size_t z = 0; z < pv.part(p).extent().z; ++z)
+      if (z < own.z0 || z >= own.z1)
+        std::fill(h.begin() + static_cast<std::ptrdiff_t>(z * sv),
+                  h.begin() + static_cast<std::ptrdiff_t>((z + 1) * sv), value);
+    vox::upload(pv.streams(p), h.data(), h.size(), pv.part(p));
+  }
+}
+
+// Each partition's volume holds exactly the global slices plan()[p].held of `global`.
+template <class T>
+void expect_parts_hold(partitioned_volume<T>& pv, const std::vector<T>& global) {
+  const std::size_t sv = pv.extent().slice_voxels();
+  for (std::size_t p = 0; p < pv.partitions(); ++p) {
+    const auto h = host_of(pv.streams(p), pv.part(p));
+    const std::size_t g0 = pv.plan()[p].held.z0 * sv;
+    ASSERT_EQ(h.size(), pv.plan()[p].held.depth() * sv);
+    for (std::size_t i = 0; i < h.size(); ++i)
+      ASSERT_EQ(h[i], global[g0 + i]) << "partition " << p << " local voxel " << i;
+  }
+}
+
+// --- partition_plan (pure logic) -------------------------------------------------------------
+
+TEST(PartitionPlan, BalancedContiguousSplit) {
+  const partition_plan plan(10, 3, 0);
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_EQ(plan[0].owned, (slice_range{0, 4}));
+  EXPECT_EQ(plan[1].owned, (slice_range{4, 7}));
+  EXPECT_EQ(plan[2].owned, (slice_range{7, 10}));
+  for (std::size_t p = 0; p < 3; ++p) {
+    EXPECT_EQ(plan[p].held, plan[p].owned);
+    EXPECT_EQ(plan[p].halo_lo(), 0u);
+    EXPECT_EQ(plan[p].halo_hi(), 0u);
+  }
+  EXPECT_TRUE(plan.messages().empty());
+}
+
+TEST(PartitionPlan, HalosClampedAtTheEnds) {
+  const partition_plan plan(10, 3, 2);
+  EXPECT_EQ(plan[0].held, (slice_range{0, 6}));
+  EXPECT_EQ(plan[1].held, (slice_range{2, 9}));
+  EXPECT_EQ(plan[2].held, (slice_range{5, 10}));
+  EXPECT_EQ(plan[0].halo_lo(), 0u);
+  EXPECT_EQ(plan[0].halo_hi(), 2u);
+  EXPECT_EQ(plan[1].halo_lo(), 2u);
+  EXPECT_EQ(plan[2].halo_hi(), 0u);
+  EXPECT_EQ(plan[1].local_owned(), (slice_range{2, 5}));
+  const auto m = plan.messages();
+  ASSERT_EQ(m.size(), 4u);
+  // Lower halos first: p1 from p0 (global 2..3 = p0 local 2..3), p2 from p1 (global 5..6).
+  EXPECT_EQ(m[0].src, 0u);
+  EXPECT_EQ(m[0].dst, 1u);
+  EXPECT_EQ(m[0].src_z0, 2u);
+  EXPECT_EQ(m[0].dst_z0, 0u);
+  EXPECT_EQ(m[0].slices, 2u);
+  EXPECT_EQ(m[1].src, 1u);
+  EXPECT_EQ(m[1].dst, 2u);
+  EXPECT_EQ(m[1].src_z0, 3u);
+  // Upper halos: p0 gets global 4..5 (p1 local 2..3) at its local 4.
+  EXPECT_EQ(m[2].src, 1u);
+  EXPECT_EQ(m[2].dst, 0u);
+  EXPECT_EQ(m[2].src_z0, 2u);
+  EXPECT_EQ(m[2].dst_z0, 4u);
+  EXPECT_EQ(m[3].src, 2u);
+  EXPECT_EQ(m[3].dst, 1u);
+  EXPECT_EQ(m[3].src_z0, 2u);
+  EXPECT_EQ(m[3].dst_z0, 5u);
+}
+
+TEST(PartitionPlan, OddSizesOnePartitionAndOneSlicePerPartition) {
+  const partition_plan odd(7, 2, 3);
+  EXPECT_EQ(odd[0].owned, (slice_range{0, 4}));
+  EXPECT_EQ(odd[1].owned, (slice_range{4, 7}));
+  EXPECT_EQ(odd[0].held, (slice_range{0, 7}));
+  EXPECT_EQ(odd[1].held, (slice_range{1, 7}));
+
+  const partition_plan one(5, 1, 9);  // one partition: no neighbour, the halo is clamped away
+  EXPECT_EQ(one[0].owned, (slice_range{0, 5}));
+  EXPECT_EQ(one[0].held, (slice_range{0, 5}));
+  EXPECT_TRUE(one.messages().empty());
+
+  const partition_plan each(6, 6, 1);  // P == nz with a halo of 1
+  for (std::size_t p = 0; p < 6; ++p) {
+    EXPECT_EQ(each[p].owned, (slice_range{p, p + 1}));
+    EXPECT_EQ(each.owner_of(p), p);
+  }
+  EXPECT_EQ(each[0].held, (slice_range{0, 2}));
+  EXPECT_EQ(each[5].held, (slice_range{4, 6}));
+  EXPECT_EQ(each.messages().size(), 10u);
+  EXPECT_EQ(partition_plan(6, 6, 0).messages().size(), 0u);
+}
+
+// Every message maps neighbour-owned global slices onto the same global slices, and the messages
+// fill every halo slice exactly once.
+TEST(PartitionPlan, MessagesCoverEveryHaloSliceOnce) {
+  for (std::size_t nz : {1u, 2u, 5u, 9u, 16u, 31u}) {
+    for (std::size_t P = 1; P <= nz && P <= 6; ++P) {
+      for (std::size_t h = 0; h <= 4; ++h) {
+        if (P > 1 && h > nz / P) continue;  // rejected, tested below
+        const partition_plan plan(nz, P, h);
+        std::size_t next = 0;
+        for (const auto& part : plan.partitions()) {
+          EXPECT_EQ(part.owned.z0, next);
+          next = part.owned.z1;
+          EXPECT_LE(part.owned.depth(), nz / P + 1);
+          EXPECT_GE(part.owned.depth(), nz / P);
+          EXPECT_EQ(part.halo_lo(), part.index == 0 ? 0 : std::min(h, part.owned.z0));
+          EXPECT_EQ(part.halo_hi(), part.index + 1 == P ? 0 : std::min(h, nz - part.owned.z1));
+        }
+        EXPECT_EQ(next, nz);
+        std::vector<std::vector<int>> filled(P);
+        for (std::size_t p = 0; p < P; ++p) filled[p].assign(plan[p].held.depth(), 0);
+        for (const halo_message& m : plan.messages()) {
+          for (std::size_t i = 0; i < m.slices; ++i) {
+            const std::size_t g_src = plan[m.src].held.z0 + m.src_z0 + i;
+            const std::size_t g_dst = plan[m.dst].held.z0 + m.dst_z0 + i;
+            EXPECT_EQ(g_src, g_dst);
+            EXPECT_EQ(plan.owner_of(g_src), m.src);
+            ++filled[m.dst][m.dst_z0 + i];
+          }
+        }
+        for (std::size_t p = 0; p < P; ++p) {
+          const slice_range own = plan[p].local_owned();
+          for (std::size_t z = 0; z < filled[p].size(); ++z)
+            EXPECT_EQ(filled[p][z], (z < own.z0 || z >= own.z1) ? 1 : 0)
+                << "nz " << nz << " P " << P << " h " << h << " partition " << p << " z " << z;
+        }
+      }
+    }
+  }
+}
+
+TEST(PartitionPlan, RejectsBadPlans) {
+  expect_invalid([] { partition_plan(0, 1, 0); }, "the volume has no slices");
+  expect_invalid([] { partition_plan(8, 0, 0); }, "at least 1");
+  expect_invalid([] { partition_plan(3, 4, 0); }, "4 partitions of a volume of 3 slices");
+  // 10 slices in 4 partitions own 3, 3, 2, 2: thinner than a halo of 3.
+  expect_invalid([] { partition_plan(10, 4, 3); },
+                 "partition 3 owns 2 slices, fewer than the halo width 3");
+  expect_invalid([] { partition_plan(6, 6, 2); }, "fewer than the halo width 2");
+  expect_invalid([] { (void)partition_plan(6, 2, 1).owner_of(6); }, "outside");
+  EXPECT_NO_THROW(partition_plan(12, 4, 3));
+}
+
+// --- scatter / gather ------------------------------------------------------------------------
+
+template <class T>
+void round_trip(std::size_t P, std::size_t h, extent3 e, unsigned seed) {
+  SCOPED_TRACE("P " + std::to_string(P) + " h " + std::to_string(h) + " " + e.str());
+  const auto data = random_data<T>(e.voxels(), seed);
+  partitioned_volume<T> pv(P, 2, e, h);
+  pv.scatter(data.data(), data.size());
+  expect_parts_hold(pv, data);  // halos included
+  std::vector<T> back(e.voxels(), T{77});
+  pv.gather(back.data(), back.size());
+  ASSERT_EQ(back, data);
+
+  // Device path: a whole volume in, a poisoned whole volume out.
+  stream_set whole(3);
+  volume<T> src = device_of(whole, e, data);
+  partitioned_volume<T> pv2(P, 2, e, h);
+  pv2.scatter(src);
+  expect_parts_hold(pv2, data);
+  volume<T> dst(whole, e, T{77});
+  pv2.gather(dst);
+  ASSERT_EQ(host_of(whole, dst), data);
+}
+
+TEST(PartitionedVolume, ScatterGatherRoundTrip) {
+  round_trip<float>(1, 2, {7, 5, 9}, 1);
+  round_trip<float>(2, 2, {7, 5, 9}, 2);
+  round_trip<float>(3, 1, {4, 3, 11}, 3);
+  round_trip<std::uint16_t>(4, 2, {5, 6, 13}, 4);
+  round_trip<std::int16_t>(5, 1, {3, 2, 5}, 5);  // P == nz
+  round_trip<double>(3, 0, {2, 9, 7}, 6);
+}
+
+TEST(PartitionedVolume, RejectsBadArguments) {
+  expect_invalid([] { partitioned_volume<float>(4, 1, {8, 8, 10}, 4); },
+                 "fewer than the halo width 4");
+  expect_invalid([] { partitioned_volume<float>(2, 1, {0, 8, 10}, 1); }, "empty extent");
+  expect_invalid([] { partitioned_volume<float>(2, 0, {8, 8, 10}, 1); }, "at least one stream");
+  partitioned_volume<float> pv(2, 1, {4, 4, 6}, 1);
+  std::vector<float> small(10, 1.f);
+  expect_invalid([&] { pv.scatter(small.data(), small.size()); }, "source holds 10 voxels");
+  expect_invalid([&] { pv.gather(small.data(), small.size()); }, "destination holds 10 voxels");
+  stream_set s(1);
+  volume<float> wrong(s, {4, 4, 5}, 1.f);
+  expect_invalid([&] { pv.scatter(wrong); }, "differs from");
+  expect_invalid([&] { pv.gather(wrong); }, "differs from");
+  partitioned_volume<float> other(3, 1, {4, 4, 6}, 1);
+  expect_invalid(
+      [&] {
+        vox::dist::apply(pv, other, 1, [](stream_set&, const volume<float>&, volume<float>&) {});
+      },
+      "same extent, partitions and halo");
+  partitioned_volume<float> out(2, 1, {4, 4, 6}, 1);
+  expect_invalid(
+      [&] {
+        vox::dist::apply(pv, out, 2, [](stream_set&, const volume<float>&, volume<float>&) {});
+      },
+      "z radius 2 exceeds the halo width 1");
+  stream_set two(2);
+  vox::dist::transfer tr;
+  tr.from.stream = two.stream(0);
+  tr.to.stream = two.stream(1);
+  expect_invalid([&] { vox::dist::copy_transport().post(tr); }, "one-sided transfer");
+  volume<float> proj(s, {4, 4, 2}, 0.f);
+  expect_invalid([&] { vox::dist::max_projection_z(pv, proj); }, "output extent must be");
+  expect_invalid([&] { (void)vox::dist::histogram(pv, 0, 0.0, 1.0); }, "at least one bin");
+}
+
+// Stands in for NCCL's shape: transfers are collected between begin() and end() and enqueued
+// only at end(), the sending side ordered on from.stream and the receiving side on to.stream.
+class deferred_two_sided_transport final : public vox::dist::transport {
+ public:
+  [[nodiscard]] const char* name() const noexcept override { return "deferred-two-sided"; }
+  [[nodiscard]] bool two_sided() const noexcept override { return true; }
+  void begin() override { ++begins; }
+  void post(const vox::dist::transfer& t) override { pending.push_back(t); }
+  void end() override {
+    ++ends;
+    for (const auto& t : pending) {
+      vox::event sent;  // the receive starts after the sender's stream reached the send
+      sent.record(t.from.stream);
+      sent.wait_on(t.to.stream);
+#if VOX_BACKEND_CUDA
+      if (cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyDeviceToDevice, t.to.stream.value()) !=
+          cudaSuccess)
+        throw std::runtime_error("deferred_two_sided_transport: cudaMemcpyAsync failed");
+#else
+      std::memcpy(t.dst, t.src, t.bytes);
+#endif
+      vox::event received;  // the send completes with the receive
+      received.record(t.to.stream);
+      received.wait_on(t.from.stream);
+      done.push_back(t);
+    }
+    pending.clear();
+  }
+  int begins{0};
+  int ends{0};
+  std::vector<vox::dist::transfer> pending;
+  std::vector<vox::dist::transfer> done;
+};
+
+bool in_set(const stream_set& s, vox::stream_view v) {
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s.stream(i) == v) return true;
+  return false;
+}
+
+// --- halo exchange ---------------------------------------------------------------------------
+
+TEST(PartitionedVolume, ExchangeRefillsPoisonedHalos) {
+  const extent3 e{6, 5, 17};
+  const auto data = random_data<float>(e.voxels(), 11);
+  for (std::size_t P : {2u, 3u, 4u}) {
+    SCOPED_TRACE("P " + std::to_string(P));
+    partitioned_volume<float> pv(P, 2, e, 4);
+    pv.scatter(data.data(), data.size());
+    poison_halos(pv, -1.0e30f);
+    vox::dist::exchange_halos(pv);
+    expect_parts_hold(pv, data);
+  }
+}
+
+TEST(PartitionedVolume, ExchangeThroughATwoSidedTransport) {
+  const extent3 e{5, 4, 15};
+  const auto data = random_data<float>(e.voxels(), 13);
+  partitioned_volume<float> pv(3, 2, e, 3);
+  pv.scatter(data.data(), data.size());
+  poison_halos(pv, 4.0e20f);
+  deferred_two_sided_transport t;
+  vox::dist::exchange_halos(pv, t);
+  EXPECT_EQ(t.begins, 1);
+  EXPECT_EQ(t.ends, 1);
+  const auto msgs = pv.plan().messages();
+  ASSERT_EQ(t.done.size(), msgs.size());
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    const auto& tr = t.done[i];
+    EXPECT_EQ(tr.from.partition, msgs[i].src);
+    EXPECT_EQ(tr.to.partition, msgs[i].dst);
+    EXPECT_TRUE(in_set(pv.streams(msgs[i].src), tr.from.stream)) << "message " << i;
+    EXPECT_TRUE(in_set(pv.streams(msgs[i].dst), tr.to.stream)) << "message " << i;
+    EXPECT_EQ(tr.bytes, msgs[i].slices * e.slice_voxels() * sizeof(float));
+  }
+  expect_parts_hold(pv, data);
+}
+
+// The exchange is ordered by the ledgers across stream sets: the receiving set waits on the
+// stream of the other set that last wrote the source slices.
+TEST(PartitionedVolume, ExchangeWaitsOnTheOtherSetsWriter) {
+  vox::stream_set_options opts;
+  opts.log_waits = true;
+  stream_set a(2, opts);
+  stream_set b(2, opts);
+  const extent3 e{4, 4, 12};
+  partitioned_volume<float> pv({std::ref(a), std::ref(b)}, e, 2);
+  const auto data = random_data<float>(e.voxels(), 12);
+  pv.scatter(data.data(), data.size());
+  a.reset_counters();
+  b.reset_counters();
+  vox::dist::exchange_halos(pv);
+  const auto from_other = [](const stream_set& s) {
+    return std::count_if(s.wait_log().begin(), s.wait_log().end(),
+                         [](const vox::wait_record& w) { return !w.source_in_set; });
+  };
+  EXPECT_GE(from_other(a), 1);  // partition 0's upper halo: partition 1 wrote the source
+  EXPECT_GE(from_other(b), 1);
+  expect_parts_hold(pv, data);
+}
+
+// The same filter on the whole volume and on P partitions (halos poisoned before apply, which
+// exchanges them) gives bit-identical owned slices.
+template <class T, class Out, class Op>
+void expect_filter_matches(std::size_t P, std::size_t h, std::size_t radius, extent3 e,
+                           unsigned seed, Op op) {
+  SCOPED_TRACE("P " + std::to_string(P) + " " + e.str());
+  const auto data = random_data<T>(e.voxels(), seed);
+  stream_set whole(3);
+  volume<T> in = device_of(whole, e, data);
+  volume<Out> out(whole, e, Out{0});
+  op(whole, static_cast<const volume<T>&>(in), out);
+  const auto want = host_of(whole, out);
+
+  partitioned_volume<T> pin(P, 2, e, h);
+  partitioned_volume<Out> pout(P, 2, e, h);
+  pin.scatter(data.data(), data.size());
+  poison_halos(pin, static_cast<T>(std::is_floating_point<T>::value ? 1.0e6 : 9999));
+  vox::dist::apply(pin, pout, radius, op);
+  std::vector<Out> got(e.voxels(), Out{123});
+  pout.gather(got.data(), got.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(got[i], want[i]) << "voxel " << i << " (z " << i / e.slice_voxels() << ")";
+}
+
+TEST(PartitionedVolume, GaussianAcrossPartitionsEqualsWholeVolume) {
+  const auto g = [](stream_set& s, const volume<float>& i, volume<float>& o) {
+    vox::gaussian(s, i, o, vox::sigma3(1.0));  // truncate 4: radius 4
+  };
+  for (std::size_t P : {2u, 3u, 4u}) {
+    expect_filter_matches<float, float>(P, 4, 4, {9, 7, 17}, 20 + static_cast<unsigned>(P), g);
+    expect_filter_matches<float, float>(P, 4, 4, {5, 6, 23}, 30 + static_cast<unsigned>(P), g);
+  }
+  const auto gc = [](stream_set& s, const volume<std::uint16_t>& i, volume<float>& o) {
+    vox::filter_options opts;
+    opts.mode = vox::border::constant;
+    opts.cval = 3.5;
+    vox::gaussian(s, i, o, vox::sigma3(1.0), opts);
+  };
+  expect_filter_matches<std::uint16_t, float>(3, 4, 4, {8, 8, 14}, 40, gc);
+}
+
+// Partitions on caller-owned sets with round-robin slice mapping (halo slices then sit on
+// several streams of the receiving set).
+TEST(PartitionedVolume, GaussianOnCallerSetsWithRoundRobinMapping) {
+  vox::stream_set_options rr;
+  rr.mapping = vox::slice_mapping::round_robin;
+  stream_set a(3, rr);
+  stream_set b(2, rr);
+  stream_set c(3);
+  const extent3 e{7, 6, 16};
+  const auto data = random_data<float>(e.voxels(), 77);
+  stream_set whole(2);
+  volume<float> in = device_of(whole, e, data);
+  volume<float> out(whole, e);
+  vox::gaussian(whole, in, out, vox::sigma3(1.0, 1.5, 1.0));  // z radius 4
+  const auto want = host_of(whole, out);
+
+  const std::vector<std::reference_wrapper<stream_set>> sets{a, b, c};
+  partitioned_volume<float> pin(sets, e, 4);
+  partitioned_volume<float> pout(sets, e, 4);
+  volume<float> src = device_of(whole, e, data);
+  pin.scatter(src);
+  poison_halos(pin, -7.0e8f);
+  vox::dist::apply(pin, pout, 4, [](stream_set& s, const volume<float>& i, volume<float>& o) {
+    vox::gaussian(s, i, o, vox::sigma3(1.0, 1.5, 1.0));
+  });
+  volume<float> got(whole, e, 55.f);
+  pout.gather(got);
+  EXPECT_EQ(host_of(whole, got), want);
+}
+
+TEST(PartitionedVolume, UniformAcrossPartitionsEqualsWholeVolume) {
+  const auto u = [](stream_set& s, const auto& i, auto& o) { vox::uniform(s, i, o, 3); };
+  for (std::size_t P : {2u, 3u, 4u}) {
+    expect_filter_matches<float, float>(P, 4, 1, {9, 7, 17}, 50 + static_cast<unsigned>(P), u);
+    expect_filter_matches<std::uint16_t, std::uint16_t>(P, 1, 1, {6, 5, P + 3}, 60, u);
+    expect_filter_matches<std::int16_t, std::int16_t>(P, 2, 1, {7, 4, 11}, 70, u);
+  }
+}
+
+// --- whole-volume combines -------------------------------------------------------------------
+
+template <class T>
+void expect_combines_match(std::size_t P, extent3 e, unsigned seed) {
+  SCOPED_TRACE("P " + std::to_string(P) + " " + e.str());
+  auto data = random_data<T>(e.voxels(), seed);
+  if constexpr (std::is_floating_point<T>::value) {
+    data[e.voxels() / 3] = std::numeric_limits<T>::quiet_NaN();  // ignored by min/max/projection
+  }
+  stream_set whole(2);
+  volume<T> in = device_of(whole, e, data);
+  const T want_min = vox::min_value(whole, in).get();
+  const T want_max = vox::max_value(whole, in).get();
+  volume<T> proj(whole, {e.x, e.y, 1});
+  vox::max_projection(whole, in, proj, vox::projection_axis::z);
+  const auto want_proj = host_of(whole, proj);
+
+  // Ranges that cut off some voxels at both ends.
+  const double hlo = std::is_floating_point<T>::value ? -90.0 : std::is_signed<T>::value ? -25000.0 : 3.0;
+  const double hhi = std::is_floating_point<T>::value ? 95.0 : std::is_signed<T>::value ? 28000.0 : 250.0;
+  const auto want_hist = vox::histogram(whole, in, 37, hlo, hhi).counts();
+
+  partitioned_volume<T> pv(P, 2, e, 2);
+  pv.scatter(data.data(), data.size());
+  // Halos are counted once, by their owner, even when they hold other values (in range here).
+  poison_halos(pv, T{7});
+  const auto got_hist = vox::dist::histogram(pv, 37, hlo, hhi);
+  EXPECT_EQ(got_hist, want_hist);
+  std::uint64_t counted = 0;
+  for (auto c : got_hist) counted += c;
+  EXPECT_GT(counted, 0u);
+  // Halos are copies: combines must use owned slices only, so extreme halos must not show.
+  poison_halos(pv, std::numeric_limits<T>::max());
+  EXPECT_EQ(vox::dist::max_value(pv), want_max);
+  volume<T> got_proj(whole, {e.x, e.y, 1}, T{5});
+  vox::dist::max_projection_z(pv, got_proj);
+  EXPECT_EQ(host_of(whole, got_proj), want_proj);
+  poison_halos(pv, std::numeric_limits<T>::lowest());
+  EXPECT_EQ(vox::dist::min_value(pv), want_min);
+
+  if constexpr (std::is_floating_point<T>::value) {
+    data[e.voxels() / 3] = T{1};
+    volume<T> in2 = device_of(whole, e, data);
+    const double want_sum = vox::sum(whole, in2).get();
+    pv.scatter(data.data(), data.size());
+    const double got = vox::dist::sum(pv);
+    // Against a double host reference: both sums are exact for doubles up to rounding; for float
+    // voxels the GPU's vox::sum adds pairs of floats before accumulating in double (reduce.hpp),
+    // so each is within a few float roundings of the magnitudes.
+    long double ref = 0, mag = 0;
+    for (const T v : data) {
+      if (std::isnan(static_cast<double>(v))) continue;
+      ref += v;
+      mag += std::abs(static_cast<long double>(v));
+    }
+    const double tol =
+        (std::is_same<T, float>::value ? 1e-6 : 1e-12) * static_cast<double>(mag) + 1e-9;
+    if (!std::isnan(want_sum)) {
+      EXPECT_NEAR(want_sum, static_cast<double>(ref), tol);
+      EXPECT_NEAR(got, static_cast<double>(ref), tol);
+    } else {
+      EXPECT_TRUE(std::isnan(got));
+    }
+    EXPECT_NE(got, 0.0);
+  } else {
+    const auto want_sum = vox::sum(whole, in).get();
+    EXPECT_EQ(vox::dist::sum(pv), want_sum);
+    EXPECT_NE(want_sum, 0);
+  }
+}
+
+TEST(PartitionedVolume, CombinesEqualWholeVolumeResults) {
+  for (std::size_t P : {1u, 2u, 3u, 4u}) {
+    expect_combines_match<float>(P, {11, 7, 13}, 80 + static_cast<unsigned>(P));
+    expect_combines_match<double>(P, {5, 9, 10}, 90 + static_cast<unsigned>(P));
+    expect_combines_match<std::int16_t>(P, {6, 6, 9}, 100 + static_cast<unsigned>(P));
+    expect_combines_match<std::uint8_t>(P, {17, 3, 8}, 110 + static_cast<unsigned>(P));
+  }
+}
+
+}  // namespace
