@@ -27,7 +27,8 @@ occupancy_report make_occupancy_report(int blocks_per_sm, int sm_count,
 }
 
 std::string occupancy_report::explain() const {
-  std::string s = std::to_string(blocks_per_launch) + " blocks per launch, " +
+  std::string s = std::to_string(blocks_per_launch) +
+                  (blocks_per_launch == 1 ? " block per launch, " : " blocks per launch, ") +
                   std::to_string(resident_blocks) + " fit at once: ";
   if (resident_blocks == 0) return s + "the kernel cannot run with this block size";
   if (fills_device()) return s + "each launch fills the GPU, so launches cannot overlap";

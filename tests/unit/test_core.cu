@@ -389,6 +389,9 @@ TEST(Occupancy, SmallLaunchesCanOverlap) {
   EXPECT_EQ(r.concurrent_launches, 16);  // 264 / 16
   EXPECT_EQ(r.explain(),
             "16 blocks per launch, 264 fit at once: up to 16 launches can run at the same time");
+  EXPECT_EQ(vox::make_occupancy_report(2, 132, 1).explain(),
+            "1 block per launch, 264 fit at once: up to 128 launches can run at the same time "
+            "(the device's limit on resident kernels)");
   const auto r2 = vox::make_occupancy_report(4, 132, 100);
   EXPECT_EQ(r2.resident_blocks, 528);
   EXPECT_EQ(r2.concurrent_launches, 5);
