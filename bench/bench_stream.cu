@@ -12,11 +12,13 @@
 //    (3 GiB) per second. Target: >= 90% of the slower pinned direction.
 //  - One more run under vox::profile::timeline writes <dir>/stream_timeline.svg (dir = argv[1],
 //    default "."), and says how long the two copy directions overlapped.
+//  Usage: bench_stream [dir] [budget MiB, default 512] [ring buffers, default 3]
 //  - Its result is checked bit for bit against the whole volume filtered in device memory.
 // Exit status 0 when everything ran and the result is exact (the target is reported, not
 // enforced). About 15 s on an H200, mostly pinning and filling 9 GiB of host memory.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -40,7 +42,9 @@
 namespace {
 
 constexpr vox::extent3 vol{1024, 1024, 768};            // 3 GiB of float
-constexpr std::size_t budget = std::size_t{512} << 20;  // device memory for the slab buffers
+// Device memory for the slab buffers (argv[2] in MiB overrides) and slabs in flight (argv[3]).
+std::size_t budget = std::size_t{512} << 20;
+std::size_t ring_buffers = 3;
 constexpr std::size_t halo = 4;                         // the Gaussian's z radius
 constexpr std::size_t requested_depth = 64;             // reduced to fit the budget
 constexpr std::size_t set_streams = 4;
@@ -215,6 +219,7 @@ int run(const std::filesystem::path& dir) {
       };
   vox::stream_options so;
   so.device_budget_bytes = budget;
+  so.buffers = ring_buffers;
   const vox::slab_source<float> source = vox::host_source(hin);
   vox::slab_sink<float> sink = vox::host_sink(hout);
   std::vector<double> ms;
@@ -327,6 +332,8 @@ int run(const std::filesystem::path& dir) {
 
 int main(int argc, char** argv) {
   try {
+    if (argc > 2) budget = std::size_t(std::max(1L, std::atol(argv[2]))) << 20;
+    if (argc > 3) ring_buffers = std::size_t(std::max(2L, std::atol(argv[3])));
     return run(argc > 1 ? std::filesystem::path(argv[1]) : std::filesystem::path("."));
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "bench_stream: error: %s\n", ex.what());
