@@ -13,6 +13,7 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/exec/access.hpp>
 #include <voxstream/exec/launch.hpp>
+#include <voxstream/io/stream_process.hpp>
 #include <voxstream/io/transfer.hpp>
 #include <voxstream/ops/histogram.hpp>
 #include <voxstream/ops/reduce.hpp>
@@ -402,6 +403,47 @@ void max_projection_z(const partitioned_volume<T>& pv, volume<T>& out) {
   }  // proj is freed stream-ordered after the copy that read it (its ledger holds the read)
 }
 
+template <class T>
+void scatter_file(partitioned_volume<T>& pv, const std::filesystem::path& path) {
+  const char* op = "dist::scatter_file";
+  const io::volume_info info = io::probe(path);
+  VOX_EXPECTS(info.type == vox::dtype_of<T>, op,
+              "'" + path.string() + "' holds " + vox::dtype_name(info.type) + " voxels, not " +
+                  vox::dtype_name(vox::dtype_of<T>));
+  VOX_EXPECTS(info.extent == pv.extent(), op,
+              "'" + path.string() + "' has extent " + info.extent.str() +
+                  " but the partitioned volume has " + pv.extent().str());
+  const std::size_t sv = pv.extent().slice_voxels();
+  std::vector<T> buf;
+  for (std::size_t p = 0; p < pv.partitions(); ++p) {
+    const partition& pp = pv.plan()[p];
+    buf.resize(pp.held.depth() * sv);
+    io::read_voxels(info, pp.held.z0, pp.held.depth(), buf.data(), buf.size() * sizeof(T));
+    vox::upload(pv.streams(p), buf.data(), buf.size(), pv.part(p));  // returns once staged
+  }
+}
+
+template <class T>
+void gather_file(const partitioned_volume<T>& pv, const std::filesystem::path& path,
+                 const io::write_options& opt) {
+  slab_sink<T> sink = file_sink<T>(path, pv.extent(), opt);
+  const std::size_t sv = pv.extent().slice_voxels();
+  std::vector<T> buf;
+  try {
+    for (std::size_t p = 0; p < pv.partitions(); ++p) {
+      const partition& pp = pv.plan()[p];
+      buf.resize(pv.part(p).size());
+      vox::download(pv.streams(p), pv.part(p), buf.data(), buf.size());
+      const slice_range own = pp.local_owned();
+      sink.write(pp.owned.z0, pp.owned.z1, buf.data() + own.z0 * sv);
+    }
+    if (sink.finish) sink.finish();
+  } catch (...) {
+    if (sink.abort) sink.abort();
+    throw;
+  }
+}
+
 #define VOX_INSTANTIATE(T)                                                            \
   template class partitioned_volume<T>;                                               \
   template void exchange_halos<T>(partitioned_volume<T>&, transport&);                \
@@ -411,7 +453,10 @@ void max_projection_z(const partitioned_volume<T>& pv, volume<T>& out) {
   template T max_value<T>(const partitioned_volume<T>&);                              \
   template std::vector<std::uint64_t> histogram<T>(const partitioned_volume<T>&, std::size_t, \
                                                    double, double);                   \
-  template void max_projection_z<T>(const partitioned_volume<T>&, volume<T>&);
+  template void max_projection_z<T>(const partitioned_volume<T>&, volume<T>&);         \
+  template void scatter_file<T>(partitioned_volume<T>&, const std::filesystem::path&); \
+  template void gather_file<T>(const partitioned_volume<T>&, const std::filesystem::path&, \
+                               const io::write_options&);
 VOX_INSTANTIATE(std::uint8_t)
 VOX_INSTANTIATE(std::uint16_t)
 VOX_INSTANTIATE(std::int16_t)

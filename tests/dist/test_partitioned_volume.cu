@@ -2,11 +2,13 @@
 // partitioned volumes whose partitions stand in for devices (one stream set each, halos moved by
 // the copy transport). Results are compared with the same op on the whole volume.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <random>
@@ -549,6 +551,47 @@ TEST(PartitionedVolume, CombinesEqualWholeVolumeResults) {
     expect_combines_match<std::int16_t>(P, {6, 6, 9}, 100 + static_cast<unsigned>(P));
     expect_combines_match<std::uint8_t>(P, {17, 3, 8}, 110 + static_cast<unsigned>(P));
   }
+}
+
+// Load and store: each partition reads its own held slices from a file; the owned slices are
+// stored atomically, partition by partition.
+TEST(PartitionedVolume, ScatterFromAndGatherToFiles) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("voxdist_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const extent3 e{9, 7, 11};
+  const auto data = random_data<float>(e.voxels(), 77);
+  vox::host_volume<float> h(e);
+  std::copy(data.begin(), data.end(), h.data());
+  vox::io::write(dir / "in.nrrd", h);
+  vox::io::write(dir / "in16.nrrd", vox::host_volume<std::uint16_t>(e));
+
+  partitioned_volume<float> pv(3, 2, e, 2);
+  for (std::size_t p = 0; p < pv.partitions(); ++p)
+    pv.part(p) = volume<float>(pv.streams(p), pv.part(p).extent(), -9.0f);  // poison
+  vox::dist::scatter_file(pv, dir / "in.nrrd");
+  for (std::size_t p = 0; p < pv.partitions(); ++p) {  // halos too
+    const auto got = host_of(pv.streams(p), pv.part(p));
+    const auto& held = pv.plan()[p].held;
+    const std::vector<float> want(data.begin() + held.z0 * e.slice_voxels(),
+                                  data.begin() + held.z1 * e.slice_voxels());
+    EXPECT_EQ(got, want) << "partition " << p;
+  }
+
+  vox::dist::gather_file(pv, dir / "out.mha");
+  vox::host_volume<float> back;
+  (void)vox::io::read(dir / "out.mha", back);
+  ASSERT_EQ(back.extent(), e);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), back.data()));
+
+  // Wrong type or extent: rejected, the partitions untouched.
+  expect_invalid([&] { vox::dist::scatter_file(pv, dir / "in16.nrrd"); }, "uint16");
+  partitioned_volume<float> other(2, 1, extent3{9, 7, 10}, 1);
+  expect_invalid([&] { vox::dist::scatter_file(other, dir / "in.nrrd"); }, "extent");
+  // A store that cannot be written leaves nothing behind.
+  EXPECT_THROW(vox::dist::gather_file(pv, dir / "missing" / "out.nrrd"), vox::io::io_error);
+  EXPECT_FALSE(fs::exists(dir / "missing"));
+  fs::remove_all(dir);
 }
 
 }  // namespace

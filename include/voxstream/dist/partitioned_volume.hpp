@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,6 +34,7 @@
 #include <voxstream/core/extent.hpp>
 #include <voxstream/core/stream.hpp>
 #include <voxstream/exec/stream_set.hpp>
+#include <voxstream/io/format.hpp>
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
 
@@ -258,5 +260,22 @@ template <class T>
 ///        for a wrong or empty `out`.
 template <class T>
 void max_projection_z(const partitioned_volume<T>& pv, volume<T>& out);
+
+/// @brief Loads the volume in `path` (any format vox::io::probe reads: NRRD, MetaImage, TIFF)
+///        into `pv`, each partition reading only its own held slices (owned plus halos) with
+///        vox::io::read_voxels, then uploading them on its own set. Blocks (file I/O, pageable
+///        uploads). The format, extent (must equal pv.extent()) and voxel type (must be T) are
+///        checked before any partition is touched; an I/O error while reading partition p leaves
+///        partitions before p loaded. Throws vox::io::io_error, vox::invalid_argument.
+template <class T>
+void scatter_file(partitioned_volume<T>& pv, const std::filesystem::path& path);
+
+/// @brief Stores the owned slices of every partition in `path`, partition by partition in z
+///        order, through vox::file_sink: written under a temporary name and renamed over `path`
+///        at the end, so `path` is the old file or the whole new one. Blocks. Throws
+///        vox::io::io_error, vox::invalid_argument (bad options), with no file left behind.
+template <class T>
+void gather_file(const partitioned_volume<T>& pv, const std::filesystem::path& path,
+                 const io::write_options& opt = {});
 
 }  // namespace vox::dist
