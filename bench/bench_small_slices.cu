@@ -330,48 +330,28 @@ int run() {
   quiet.diagnose = false;
   std::vector<vox::graph> keep;  // graphs outlive the timed lambdas
   keep.reserve(3);
-  std::size_t slice_nodes = 0;
-  double per_node_us = 0;
-  const double gslice_ms = b.way(
-      "graph_slice_32", streams_n,
-      [&](vox::stream_set& s, vox::volume<float>& in, vox::volume<float>& out) {
-        keep.push_back(vox::capture(
-            s, quiet,
-            [&s](const vox::volume<float>& i, vox::volume<float>& o) { per_slice(s, i, o); }, in,
-            out));
-        slice_nodes = keep.back().kernel_nodes();
-        vox::graph* g = &keep.back();
-        return std::function<void()>([g, &s] { g->launch(s); });
-      },
-      &per_node_us, &slice_nodes);
-  std::size_t slab_nodes = 0;
-  double slab_node_us = 0;
-  const double gslab_ms = b.way(
-      "graph_slab_32", streams_n,
-      [&](vox::stream_set& s, vox::volume<float>& in, vox::volume<float>& out) {
-        keep.push_back(vox::capture(
-            s, quiet,
-            [&s](const vox::volume<float>& i, vox::volume<float>& o) { per_slab(s, i, o); }, in,
-            out));
-        slab_nodes = keep.back().kernel_nodes();
-        vox::graph* g = &keep.back();
-        return std::function<void()>([g, &s] { g->launch(s); });
-      },
-      &slab_node_us, &slab_nodes);
-  std::size_t slab8_nodes = 0;
-  double slab8_node_us = 0;
-  const double gslab8_ms = b.way(
-      "graph_slab_8", 8,
-      [&](vox::stream_set& s, vox::volume<float>& in, vox::volume<float>& out) {
-        keep.push_back(vox::capture(
-            s, quiet,
-            [&s](const vox::volume<float>& i, vox::volume<float>& o) { per_slab(s, i, o); }, in,
-            out));
-        slab8_nodes = keep.back().kernel_nodes();
-        vox::graph* g = &keep.back();
-        return std::function<void()>([g, &s] { g->launch(s); });
-      },
-      &slab8_node_us, &slab8_nodes);
+  // One graph way: `op` (per_slice or per_slab) captured on an n-stream set, then replayed.
+  using op_fn = void (*)(vox::stream_set&, const vox::volume<float>&, vox::volume<float>&);
+  auto graph_way = [&](const char* name, std::size_t n, op_fn op, double* node_us,
+                       std::size_t* nodes) {
+    return b.way(
+        name, n,
+        [&, op](vox::stream_set& s, vox::volume<float>& in, vox::volume<float>& out) {
+          keep.push_back(vox::capture(
+              s, quiet, [&s, op](const vox::volume<float>& i, vox::volume<float>& o) { op(s, i, o); },
+              in, out));
+          *nodes = keep.back().kernel_nodes();
+          vox::graph* g = &keep.back();
+          return std::function<void()>([g, &s] { g->launch(s); });
+        },
+        node_us, nodes);
+  };
+  std::size_t slice_nodes = 0, slab_nodes = 0, slab8_nodes = 0;
+  double per_node_us = 0, slab_node_us = 0, slab8_node_us = 0;
+  const double gslice_ms =
+      graph_way("graph_slice_32", streams_n, per_slice, &per_node_us, &slice_nodes);
+  const double gslab_ms = graph_way("graph_slab_32", streams_n, per_slab, &slab_node_us, &slab_nodes);
+  const double gslab8_ms = graph_way("graph_slab_8", 8, per_slab, &slab8_node_us, &slab8_nodes);
   keep.clear();
 
   std::printf("\nCUDA_DEVICE_MAX_CONNECTIONS, 32-stream cases in child processes:\n");
