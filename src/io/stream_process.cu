@@ -329,9 +329,12 @@ class ring {
 
 // --- sources and sinks -------------------------------------------------------------------------
 
+namespace {
+// The checks host_source and host_sink share; returns where `data` lives (device memory is
+// refused with `device_hint`).
 template <class T>
-slab_source<T> host_source(const T* data, std::size_t count, extent3 e) {
-  constexpr const char* op = "host_source";
+memory_kind check_host_range(const char* op, const T* data, std::size_t count, extent3 e,
+                             const char* device_hint) {
   VOX_EXPECTS(!e.empty(), op, "empty extent " + e.str());
   checked_voxels(e, sizeof(T), op);
   VOX_EXPECTS(data != nullptr, op, "data is null");
@@ -339,8 +342,15 @@ slab_source<T> host_source(const T* data, std::size_t count, extent3 e) {
               "holds " + std::to_string(count) + " voxels but the extent " + e.str() + " has " +
                   std::to_string(e.voxels()));
   const memory_kind kind = kind_of_range(data, count * sizeof(T));
-  VOX_EXPECTS(kind != memory_kind::device, op,
-              "data is device memory: upload a vox::volume instead of streaming it");
+  VOX_EXPECTS(kind != memory_kind::device, op, std::string("data is device memory: ") + device_hint);
+  return kind;
+}
+}  // namespace
+
+template <class T>
+slab_source<T> host_source(const T* data, std::size_t count, extent3 e) {
+  const memory_kind kind = check_host_range("host_source", data, count, e,
+                                             "upload a vox::volume instead of streaming it");
   slab_source<T> s;
   s.extent = e;
   s.name = "host memory";
@@ -374,16 +384,9 @@ slab_source<T> raw_file_source(const fs::path& path, const io::raw_layout& layou
 
 template <class T>
 slab_sink<T> host_sink(T* data, std::size_t count, extent3 e) {
-  constexpr const char* op = "host_sink";
-  VOX_EXPECTS(!e.empty(), op, "empty extent " + e.str());
-  checked_voxels(e, sizeof(T), op);
-  VOX_EXPECTS(data != nullptr, op, "data is null");
-  VOX_EXPECTS(count == e.voxels(), op,
-              "holds " + std::to_string(count) + " voxels but the extent " + e.str() + " has " +
-                  std::to_string(e.voxels()));
-  const memory_kind kind = kind_of_range(data, count * sizeof(T));
-  VOX_EXPECTS(kind != memory_kind::device, op,
-              "data is device memory: process a vox::volume instead of streaming into it");
+  const memory_kind kind =
+      check_host_range("host_sink", data, count, e,
+                       "process a vox::volume instead of streaming into it");
   slab_sink<T> s;
   s.extent = e;
   s.name = "host memory";
