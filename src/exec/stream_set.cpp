@@ -58,6 +58,12 @@ std::vector<slab> stream_set::plan(std::size_t slices) const {
   return make_plan(slices, streams_.size(), opts_.mapping);
 }
 
+std::vector<slab> stream_set::plan(std::size_t slices, std::size_t min_depth) const {
+  if (opts_.mapping == slice_mapping::round_robin || min_depth <= 1) return plan(slices);
+  const std::size_t k = std::max<std::size_t>(1, slices / min_depth);
+  return make_plan(slices, std::min(k, streams_.size()), opts_.mapping);
+}
+
 std::size_t stream_set::stream_for_slice(std::size_t z, std::size_t slices) const {
   VOX_EXPECTS(z < slices, "stream_set::stream_for_slice",
               "slice " + std::to_string(z) + " out of range for " + std::to_string(slices));

@@ -134,3 +134,27 @@ TEST(Plan, SlabDepthAndEquality) {
   EXPECT_FALSE(a == (vox::slab{2, 4, 9}));
   EXPECT_FALSE(a == (vox::slab{2, 5, 8}));
 }
+
+TEST(Plan, MinimumDepthGivesFewerDeeperSlabs) {
+  const vox::stream_set set = make_set(32, vox::slice_mapping::contiguous);
+  // 512 slices, slabs of at least 64: 8 slabs of 64 on streams 0..7.
+  const std::vector<vox::slab> p = set.plan(512, 64);
+  ASSERT_EQ(p.size(), 8u) << show(p);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    EXPECT_EQ(p[i], (vox::slab{i, 64 * i, 64 * (i + 1)})) << show(p);
+  }
+  // Depth 1 or less: the ordinary plan; fewer slices than min_depth: one slab.
+  EXPECT_EQ(set.plan(512, 1), set.plan(512));
+  EXPECT_EQ(set.plan(512, 0), set.plan(512));
+  EXPECT_EQ(set.plan(37, 64), (std::vector<vox::slab>{{0, 0, 37}}));
+  // Never more slabs than streams: 512 slices of at least 4 on 32 streams stay 32 slabs of 16.
+  EXPECT_EQ(set.plan(512, 4), set.plan(512));
+  // 100 slices of at least 30: 3 slabs whose depths differ by at most one, none under 30.
+  const std::vector<vox::slab> q = set.plan(100, 30);
+  ASSERT_EQ(q.size(), 3u) << show(q);
+  for (const auto& w : q) EXPECT_GE(w.depth(), 30u) << show(q);
+  EXPECT_EQ(q.back().z1, 100u);
+  // Round-robin sets keep one slice per slab.
+  const vox::stream_set rr = make_set(4, vox::slice_mapping::round_robin);
+  EXPECT_EQ(rr.plan(10, 8), rr.plan(10));
+}

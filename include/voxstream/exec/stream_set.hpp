@@ -118,6 +118,12 @@ class stream_set {
   /// @brief The slabs of a volume of `slices` z-slices under this set's mapping, in enqueue
   ///        order. Contiguous: min(N, slices) slabs of near-equal depth. Round-robin: one per slice.
   [[nodiscard]] std::vector<slab> plan(std::size_t slices) const;
+  /// @brief plan(slices) with slabs at least `min_depth` slices deep under the contiguous
+  ///        mapping (fewer slabs, on the set's first streams; one slab if slices < min_depth).
+  ///        For ops whose z halo is large against a slab: each slab re-reads its halo, so a
+  ///        z pass of radius r over slabs of depth d reads (d + 2r) / d of the volume.
+  ///        Round-robin sets keep their one-slice slabs.
+  [[nodiscard]] std::vector<slab> plan(std::size_t slices, std::size_t min_depth) const;
   /// @brief Index of the stream that slice z of a `slices`-slice volume maps to.
   [[nodiscard]] std::size_t stream_for_slice(std::size_t z, std::size_t slices) const;
 
