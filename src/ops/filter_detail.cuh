@@ -640,9 +640,10 @@ struct march_geom {
   idx_t tiles_x, tiles_y;
 };
 
-/// Slices per block: at least 16 (halo slices are re-read per chunk), fewer chunks when the slab
-/// already has enough tiles to fill the device.
-inline march_geom make_march(const extent3& e, const slab& w, idx_t tile_x, idx_t tile_y) {
+/// Slices per block: at least min_chunk (halo slices are re-read per chunk: pass about 4x the z
+/// radius or more), fewer chunks when the slab already has enough tiles to fill the device.
+inline march_geom make_march(const extent3& e, const slab& w, idx_t tile_x, idx_t tile_y,
+                             idx_t min_chunk = 16) {
   march_geom g{};
   g.nx = static_cast<idx_t>(e.x);
   g.ny = static_cast<idx_t>(e.y);
@@ -653,7 +654,7 @@ inline march_geom make_march(const extent3& e, const slab& w, idx_t tile_x, idx_
   g.tiles_y = (g.ny + tile_y - 1) / tile_y;
   const idx_t depth = g.z1 - g.z0;
   const idx_t want = (depth * g.tiles_x * g.tiles_y + 2047) / 2048;
-  g.chunk = std::min(depth, std::max<idx_t>(16, want));
+  g.chunk = std::min(depth, std::max<idx_t>(min_chunk, want));
   g.chunks = (depth + g.chunk - 1) / g.chunk;
   return g;
 }
