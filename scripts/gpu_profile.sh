@@ -10,7 +10,8 @@
 # sum). Output: ${OUT:-build/prof-logs}/{bench_ops_1,bench_ops_32,small_slices,ncu_<case>}.txt,
 # and a summary (the RESULT lines and each kernel's duration, DRAM throughput and occupancy).
 # ncu runs with --clock-control none (the device tool's METHOD.md: leave the clocks alone).
-# Environment: PROF_JOBS (build parallelism, default 16), PROF_SKIP_BENCH=1 (ncu only),
+# Environment: PROF_BUILD (an existing cuda build folder to use instead of build/prof),
+# PROF_JOBS (build parallelism, default 16), PROF_SKIP_BENCH=1 (ncu only),
 # PROF_NCU_COUNT (kernels profiled per case, default 3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,15 +23,20 @@ if [ $# -eq 0 ]; then
   set -- "uniform size=3" "sobel z" "gaussian sigma=2" "median size=3" "sum"
 fi
 
-cmake --preset cuda -B build/prof -DVOXSTREAM_BUILD_TESTS=OFF -DVOXSTREAM_BUILD_SAMPLES=OFF \
-  -DVOXSTREAM_BUILD_TOOLS=OFF >"$out/build.txt" 2>&1 &&
-  cmake --build build/prof -j"$jobs" --target bench_ops bench_small_slices >>"$out/build.txt" 2>&1 ||
-  {
+build=${PROF_BUILD:-build/prof}
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake --preset cuda -B "$build" -DVOXSTREAM_BUILD_TESTS=OFF -DVOXSTREAM_BUILD_SAMPLES=OFF \
+    -DVOXSTREAM_BUILD_TOOLS=OFF >"$out/build.txt" 2>&1 || {
     tail -30 "$out/build.txt"
     exit 1
   }
-ops=build/prof/bench/ops/bench_ops
-small=build/prof/bench/bench_small_slices
+fi
+cmake --build "$build" -j"$jobs" --target bench_ops bench_small_slices >>"$out/build.txt" 2>&1 || {
+  tail -30 "$out/build.txt"
+  exit 1
+}
+ops=$build/bench/ops/bench_ops
+small=$build/bench/bench_small_slices
 if [ "${PROF_SKIP_BENCH:-0}" != 1 ]; then
   "$ops" --streams 1 >"$out/bench_ops_1.txt" 2>&1
   "$ops" --streams 32 >"$out/bench_ops_32.txt" 2>&1

@@ -23,7 +23,7 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
   const A cval = P == pass_op::mean ? static_cast<A>(o.cval) : static_cast<A>(to_voxel<T>(o.cval));
 
 #if VOX_BACKEND_CUDA
-  if (r.x == 1 && r.y == 1 && (o.dims == 2 || r.z == 1)) {
+  if (r.x == 1 && r.y == 1 && (o.dims == 2 || r.z == 1) && stencil3_fits(in.extent())) {
     if constexpr (P == pass_op::mean) {
       using A3 = mean3_acc_t<T>;
       const auto c3 = static_cast<A3>(o.cval);

@@ -614,12 +614,10 @@ struct median_fn {
   }
 };
 
-// ---- fused 3x3(x3) stencil (CUDA) ----------------------------------------------------------
-// One pass for the 3-tap separable filters: mean, min, max (size 3), Sobel and gradient
-// magnitude. A block owns a 32x8 tile of output columns and marches along z through a chunk of
-// its slab; each thread keeps the z-window of its one or two (haloed 34x10) tile positions in
-// registers, so every input voxel is read from DRAM about once. Per slice: stage z in registers
-// -> shared, stage y in shared, stage x -> global, in scipy's pass order with scipy's rounding.
+// ---- z-marching tile kernels (CUDA) --------------------------------------------------------
+// The fused 3x3(x3) stencil (below), the median of 3x3x3 and the Gaussian's z pass march along z
+// through a chunk of their slab, keeping the z window in registers, so that every input voxel is
+// read from DRAM about once. st_*: the 32x8 tiles of the median and the Gaussian z pass.
 
 enum class stencil_kind : std::uint8_t { mean, min, max, sobel_x, sobel_y, sobel_z, magnitude };
 
@@ -629,7 +627,6 @@ inline constexpr int st_hx = st_tx + 2;
 inline constexpr int st_hy = st_ty + 2;
 inline constexpr int st_threads = st_tx * st_ty;
 inline constexpr int st_halo = st_hx * st_hy;
-inline constexpr int st_slots = (st_halo + st_threads - 1) / st_threads;
 
 /// Geometry of one slab launch of a z-marching tile kernel.
 struct march_geom {
@@ -699,9 +696,6 @@ __device__ __forceinline__ idx_t map_end(idx_t i, idx_t n, border mode) {
   return i < 0 ? 0 : n - 1;  // nearest and reflect agree one slice out
 }
 
-/// Input slices each thread keeps in flight ahead of the slice it computes (register queue).
-inline constexpr int st_ahead = 4;
-
 /// The 3-tap mean of one pass: exact division for integer voxels (requant truncates the
 /// correctly rounded quotient, see mean3_acc_t), a multiply by 1/3 for floating voxels.
 template <class T, class A>
@@ -713,169 +707,204 @@ __device__ __forceinline__ A mean3(A a, A b, A c) {
   }
 }
 
+/// Columns of one warp of the stencil kernel: 32 lanes read 32 adjacent columns and the 30 inner
+/// ones are outputs (the outer two are the x halo, passed on by shuffles); warps of a block stack
+/// in y, each lane owning sk_rows output rows of its column.
+inline constexpr int sk_lanes = 32;
+inline constexpr int sk_out_x = sk_lanes - 2;
+inline constexpr int sk_rows = 8;
+inline constexpr int sk_warps = 4;
+inline constexpr int sk_tile_y = sk_rows * sk_warps;
+inline constexpr int sk_threads = sk_lanes * sk_warps;
+
+/// Blocks per SM the stencil kernel is compiled for (its register budget): its register ring
+/// holds (2 RZ + 1 + ahead) x (sk_rows + 2) values per thread.
+template <class A>
+constexpr int sk_min_blocks() {
+  return sizeof(A) == 8 ? 3 : 4;
+}
+
 /// The fused 3x3(x3) stencil, separable into a pass along z, then y, then x (scipy's order, which
 /// matters for the per-pass requantisation of integer means and the constant border's per-pass
-/// substitution). A block computes a 32x8 tile of output columns over a chunk of slices,
-/// marching along z:
-///  - z: each thread owns up to st_slots positions of the 34x10 haloed tile and keeps their
-///    slices z-1, z (registers) and the next st_ahead slices (a register queue of loads in
-///    flight); the z pass result goes to shared memory (double-buffered: one barrier per slice);
-///  - y: each thread reads its own column's three rows; lanes 0 and 31 also do the halo columns;
-///  - x: neighbours come from the adjacent lanes by warp shuffles (a warp is one tile row).
-/// Index arithmetic within a slice is 32-bit; a slice pointer advances per step.
+/// substitution). Each lane owns one column (x0 - 1 + lane) and sk_rows + 2 rows of it (its
+/// sk_rows output rows and one halo row each side), and marches along z through a chunk of the
+/// slab with everything in registers:
+///  - a ring of W = 2 RZ + 1 + ahead slices of its rows: the 2 RZ + 1 of the z window, and the
+///    next `ahead` slices, whose loads stay in flight while the window is filtered; the loop is
+///    unrolled by W, so every ring index is a compile-time constant;
+///  - z: per row, from the window; y: per output row, from three z results of its own column;
+///  - x: from the two neighbouring lanes by warp shuffles. Lanes 1..30 store.
+/// No shared memory and no barriers. In-slice offsets are 32-bit (run_stencil3 checks that the
+/// slice fits); the slice pointer is 64-bit.
 template <class T, class O, class A, stencil_kind K, int RZ>
-__global__ void __launch_bounds__(st_threads, (sizeof(A) == 8 || K >= stencil_kind::sobel_x) ? 3 : 4)
+__global__ void __launch_bounds__(sk_threads, sk_min_blocks<A>())
     stencil3_kernel(const T* __restrict__ in, O* __restrict__ out, stencil_args<A> a) {
-  constexpr int nzv = (K == stencil_kind::magnitude && RZ == 1) ? 2 : 1;
-  constexpr int nyv = K == stencil_kind::magnitude ? (RZ == 1 ? 3 : 2) : 1;
-  constexpr int D = st_ahead;
-  __shared__ A sa[2][nzv][st_hy][st_hx];
-
+  constexpr int Y = sk_rows, NR = Y + 2;
+  constexpr int ahead = RZ == 1 ? 2 : 3;
+  constexpr int W = 2 * RZ + 1 + ahead;
+  constexpr int NZ = (K == stencil_kind::magnitude && RZ == 1) ? 2 : 1;  // z results per row
   const march_geom& g = a.g;
-  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
-  const int t = ty * st_tx + tx;
+  const int lane = static_cast<int>(threadIdx.x);
   const idx_t slice = g.nx * g.ny;
-  [[maybe_unused]] const bool constant = a.mode == border::constant;
+  const bool constant = a.mode == border::constant;
 
   for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
     for (idx_t by = blockIdx.y; by < g.tiles_y; by += gridDim.y) {
       for (idx_t bx = blockIdx.x; bx < g.tiles_x; bx += gridDim.x) {
-        const idx_t x0 = bx * st_tx, y0 = by * st_ty;
+        const idx_t cx = bx * sk_out_x - 1 + lane;  // this lane's column
+        const idx_t y0 = by * sk_tile_y + static_cast<idx_t>(threadIdx.y) * Y;
         const idx_t zs = g.z0 + ch * g.chunk;
         const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
 
-        // Per slot: its position in the haloed tile (-1: none) and the in-slice offset of the
-        // voxel there (-1: outside the slice in constant mode).
-        int pos[st_slots], off[st_slots];
+        // In-slice offset of each of the lane's rows y0 - 1 + k; in constant mode, bit k of
+        // `outside` marks a row (or column) outside the slice, whose loads read `pad` (offset 0).
+        unsigned off[NR];
+        unsigned outside = 0;
+        {
+          const idx_t mx = map_fast(cx, g.nx, a.mode);
 #pragma unroll
-        for (int i = 0; i < st_slots; ++i) {
-          const int q = t + i * st_threads;
-          pos[i] = q < st_halo ? q : -1;
-          const idx_t mx = map_fast(x0 + q % st_hx - 1, g.nx, a.mode);
-          const idx_t my = map_fast(y0 + q / st_hx - 1, g.ny, a.mode);
-          off[i] = mx >= 0 && my >= 0 ? static_cast<int>(my * g.nx + mx) : -1;
+          for (int k = 0; k < NR; ++k) {
+            const idx_t my = map_fast(y0 - 1 + k, g.ny, a.mode);
+            const bool inside = mx >= 0 && my >= 0;
+            off[k] = inside ? static_cast<unsigned>(my * g.nx + mx) : 0u;
+            if (!inside) outside |= 1u << k;
+          }
         }
-        // Slice z of every slot (the volume's border rule beyond its ends).
-        auto load = [&](idx_t z, A (&v)[st_slots]) {
-          const idx_t mz = map_end(z, g.nz, a.mode);
-          const T* p = in + (mz < 0 ? 0 : mz) * slice;
-#pragma unroll
-          for (int i = 0; i < st_slots; ++i)
-            v[i] = (off[i] < 0 || mz < 0) ? a.pad : static_cast<A>(p[off[i] < 0 ? 0 : off[i]]);
-        };
+        // Whether the block's whole haloed tile and z range lie inside the volume: then no
+        // load, stage or store needs a border rule (the fast instance of `march` below).
+        const idx_t bx0 = bx * sk_out_x, by0 = by * sk_tile_y;
+        const bool interior = bx0 >= 1 && bx0 + sk_out_x < g.nx && by0 >= 1 &&
+                              by0 + sk_tile_y < g.ny && zs - RZ >= 0 && ze - 1 + RZ < g.nz;
 
-        A v0[st_slots], v1[st_slots];  // slices z - 1 and z (RZ == 1)
-        A q[D][st_slots];              // q[j]: slice zb + j + RZ at the start of round zb
-        if constexpr (RZ == 1) {
-          load(zs - 1, v0);
-          load(zs, v1);
-        }
-#pragma unroll
-        for (int j = 0; j < D; ++j)
-          if (zs + j < ze) load(zs + j + RZ, q[j]);
+        // Constant mode, mean: scipy's y and x passes see cval itself outside the volume (not
+        // the previous passes' result there), so rows marked in `outside` and columns outside
+        // take cval after the z and after the y stage.
+        [[maybe_unused]] const bool col_out = constant && (cx < 0 || cx >= g.nx);
+        // Output rows this lane stores (0 for the halo lanes and columns beyond the slice), and
+        // the in-slice offset of its first one.
+        const bool store_x = lane >= 1 && lane <= sk_out_x && cx < g.nx;
+        const int rows_out =
+            store_x && y0 < g.ny ? static_cast<int>(g.ny - y0 < Y ? g.ny - y0 : Y) : 0;
+        const unsigned obase = rows_out > 0 ? static_cast<unsigned>(y0 * g.nx + cx) : 0u;
+        const auto nxu = static_cast<unsigned>(g.nx);
 
-        const idx_t gx = x0 + tx, gy = y0 + ty;
-        const bool store = gx < g.nx && gy < g.ny;
-        O* dst = out + (store ? gy * g.nx + gx : 0);
-        int buf = 0;
-        for (idx_t zb = zs; zb < ze; zb += D) {
-#pragma unroll
-          for (int j = 0; j < D; ++j) {
-            const idx_t z = zb + j;
-            if (z >= ze) break;
-            A lead[st_slots];
-#pragma unroll
-            for (int i = 0; i < st_slots; ++i) lead[i] = q[j][i];
-            if (z + D < ze) load(z + D + RZ, q[j]);
+        const int n = static_cast<int>(ze - zs);  // steps (a chunk is at most a slab)
 
-            // Stage z -> sa[buf].
+        auto march = [&](auto fast_tag) {
+          constexpr bool fast = decltype(fast_tag)::value;
+          // Slice zs + i (i in [-RZ, n - 1 + RZ], so at most one beyond either end) of every row.
+          auto load = [&](int i, A (&v)[NR]) {
+            if constexpr (fast) {
+              const T* p = in + (zs + i) * slice;
 #pragma unroll
-            for (int i = 0; i < st_slots; ++i) {
-              const int p = pos[i];
-              if (p < 0) continue;
+              for (int k = 0; k < NR; ++k) v[k] = static_cast<A>(p[off[k]]);
+            } else {
+              const idx_t mz = map_end(zs + i, g.nz, a.mode);
+              const unsigned pad_rows = mz < 0 ? ~0u : outside;
+              const T* p = in + (mz < 0 ? 0 : mz) * slice;
+#pragma unroll
+              for (int k = 0; k < NR; ++k) {
+                const A x = static_cast<A>(p[off[k]]);
+                v[k] = (pad_rows >> k) & 1u ? a.pad : x;
+              }
+            }
+          };
+
+        // ring[s] holds slice zs - RZ + s at the start; refilled with slice + W once used.
+        A ring[W][NR];
+#pragma unroll
+        for (int s = 0; s < W; ++s)
+          if (s - RZ <= n - 1 + RZ) load(s - RZ, ring[s]);
+
+        for (int ib = 0; ib < n; ib += W) {
+#pragma unroll
+          for (int j = 0; j < W; ++j) {
+            const int i = ib + j;
+            if (i >= n) break;
+            const idx_t z = zs + i;
+
+            // Stage z, per row.
+            A zr[NZ][NR];
+#pragma unroll
+            for (int k = 0; k < NR; ++k) {
               if constexpr (RZ == 1) {
-                const A u0 = v0[i], u1 = v1[i], u2 = lead[i];
-                A s0;
+                [[maybe_unused]] const A u0 = ring[j % W][k], u1 = ring[(j + 1) % W][k], u2 = ring[(j + 2) % W][k];
                 if constexpr (K == stencil_kind::mean) {
-                  s0 = requant<T>(mean3<T>(u0, u1, u2));
+                  zr[0][k] = requant<T>(mean3<T>(u0, u1, u2));
                 } else if constexpr (K == stencil_kind::min) {
-                  s0 = vmin(vmin(u0, u1), u2);
+                  zr[0][k] = vmin(vmin(u0, u1), u2);
                 } else if constexpr (K == stencil_kind::max) {
-                  s0 = vmax(vmax(u0, u1), u2);
+                  zr[0][k] = vmax(vmax(u0, u1), u2);
                 } else if constexpr (K == stencil_kind::sobel_z) {
-                  s0 = u2 - u0;
+                  zr[0][k] = u2 - u0;
                 } else {
-                  s0 = smooth3(u0, u1, u2);
+                  zr[0][k] = smooth3(u0, u1, u2);
                 }
-                (&sa[buf][0][0][0])[p] = s0;
-                if constexpr (nzv == 2) (&sa[buf][nzv - 1][0][0])[p] = u2 - u0;
+                if constexpr (NZ == 2) zr[1][k] = u2 - u0;
               } else {
-                (&sa[buf][0][0][0])[p] = lead[i];
+                zr[0][k] = ring[j % W][k];
+              }
+              if constexpr (K == stencil_kind::mean && !fast) {
+                if ((outside >> k) & 1u) zr[0][k] = a.cval;
               }
             }
-            __syncthreads();
 
-            // Stage y: column c of row ty (c = tx + 1; lanes 0 and 31 also column 0 and 33).
-            auto stage_y = [&](int c, A (&yv)[nyv]) {
-              const auto& s = sa[buf];
-              if constexpr (K == stencil_kind::mean) {
-                A up = s[0][ty][c], dn = s[0][ty + 2][c];
-                if (constant) {
-                  if (gy - 1 < 0) up = a.cval;
-                  if (gy + 1 >= g.ny) dn = a.cval;
-                }
-                yv[0] = requant<T>(mean3<T>(up, s[0][ty + 1][c], dn));
-              } else if constexpr (K == stencil_kind::min) {
-                yv[0] = vmin(vmin(s[0][ty][c], s[0][ty + 1][c]), s[0][ty + 2][c]);
-              } else if constexpr (K == stencil_kind::max) {
-                yv[0] = vmax(vmax(s[0][ty][c], s[0][ty + 1][c]), s[0][ty + 2][c]);
-              } else if constexpr (K == stencil_kind::sobel_y) {
-                yv[0] = s[0][ty + 2][c] - s[0][ty][c];
-              } else if constexpr (K == stencil_kind::magnitude) {
-                yv[0] = smooth3(s[0][ty][c], s[0][ty + 1][c], s[0][ty + 2][c]);
-                yv[1] = s[0][ty + 2][c] - s[0][ty][c];
-                if constexpr (RZ == 1) yv[2] = smooth3(s[1][ty][c], s[1][ty + 1][c], s[1][ty + 2][c]);
-              } else {
-                yv[0] = smooth3(s[0][ty][c], s[0][ty + 1][c], s[0][ty + 2][c]);
-              }
-            };
-            A yc[nyv], yh[nyv], yl[nyv], yr[nyv];
-            stage_y(tx + 1, yc);
-            if (tx == 0 || tx == st_tx - 1) stage_y(tx == 0 ? 0 : st_hx - 1, yh);
+            O* const drow = out + z * slice + obase;
 #pragma unroll
-            for (int k = 0; k < nyv; ++k) {
-              const A l = __shfl_up_sync(0xffffffffu, yc[k], 1);
-              const A r = __shfl_down_sync(0xffffffffu, yc[k], 1);
-              yl[k] = tx == 0 ? yh[k] : l;
-              yr[k] = tx == st_tx - 1 ? yh[k] : r;
-            }
-
-            // Stage x -> out.
-            if (store) {
+            for (int r = 0; r < Y; ++r) {
+              // Stage y of output row r (rows r, r + 1, r + 2 of the lane's column).
+              [[maybe_unused]] const A s0 = zr[0][r], s1 = zr[0][r + 1], s2 = zr[0][r + 2];
+              A yc0;
+              [[maybe_unused]] A yc1 = A(0), yc2 = A(0);
+              if constexpr (K == stencil_kind::mean) {
+                yc0 = requant<T>(mean3<T>(s0, s1, s2));
+                if constexpr (!fast) yc0 = col_out ? a.cval : yc0;
+              } else if constexpr (K == stencil_kind::min) {
+                yc0 = vmin(vmin(s0, s1), s2);
+              } else if constexpr (K == stencil_kind::max) {
+                yc0 = vmax(vmax(s0, s1), s2);
+              } else if constexpr (K == stencil_kind::sobel_y) {
+                yc0 = s2 - s0;
+              } else if constexpr (K == stencil_kind::magnitude) {
+                yc0 = smooth3(s0, s1, s2);
+                yc1 = s2 - s0;
+                if constexpr (RZ == 1) yc2 = smooth3(zr[NZ - 1][r], zr[NZ - 1][r + 1], zr[NZ - 1][r + 2]);
+              } else {
+                yc0 = smooth3(s0, s1, s2);
+              }
+              // Stage x: neighbours from lanes - 1 and + 1 (every lane takes part).
+              const A yl0 = __shfl_up_sync(0xffffffffu, yc0, 1);
+              const A yr0 = __shfl_down_sync(0xffffffffu, yc0, 1);
+              [[maybe_unused]] A yl1 = A(0), yr1 = A(0), yl2 = A(0), yr2 = A(0);
+              if constexpr (K == stencil_kind::magnitude) {
+                yl1 = __shfl_up_sync(0xffffffffu, yc1, 1);
+                yr1 = __shfl_down_sync(0xffffffffu, yc1, 1);
+                if constexpr (RZ == 1) {
+                  yl2 = __shfl_up_sync(0xffffffffu, yc2, 1);
+                  yr2 = __shfl_down_sync(0xffffffffu, yc2, 1);
+                }
+              }
+              [[maybe_unused]] const idx_t gy = y0 + r;
               A res;
               if constexpr (K == stencil_kind::mean) {
-                A l = yl[0], r = yr[0];
-                if (constant) {
-                  if (gx - 1 < 0) l = a.cval;
-                  if (gx + 1 >= g.nx) r = a.cval;
-                }
-                res = mean3<T>(l, yc[0], r);
+                res = mean3<T>(yl0, yc0, yr0);
               } else if constexpr (K == stencil_kind::min) {
-                res = vmin(vmin(yl[0], yc[0]), yr[0]);
+                res = vmin(vmin(yl0, yc0), yr0);
               } else if constexpr (K == stencil_kind::max) {
-                res = vmax(vmax(yl[0], yc[0]), yr[0]);
+                res = vmax(vmax(yl0, yc0), yr0);
               } else {
-                const bool corr = constant && on_border(gx, gy, z, g.nx, g.ny, g.nz, RZ == 1);
+                const bool corr =
+                    !fast && constant && on_border(cx, gy, z, g.nx, g.ny, g.nz, RZ == 1);
                 if constexpr (K == stencil_kind::magnitude) {
-                  A gxv = yr[0] - yl[0];
-                  A gyv = smooth3(yl[1], yc[1], yr[1]);
+                  A gxv = yr0 - yl0;
+                  A gyv = smooth3(yl1, yc1, yr1);
                   A gzv = A(0);
-                  if constexpr (RZ == 1) gzv = smooth3(yl[2], yc[2], yr[2]);
+                  if constexpr (RZ == 1) gzv = smooth3(yl2, yc2, yr2);
                   if (corr) {
-                    gxv += a.cval * sobel_border_weight<A>(0, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
-                    gyv += a.cval * sobel_border_weight<A>(1, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
+                    gxv += a.cval * sobel_border_weight<A>(0, RZ == 1, cx, gy, z, g.nx, g.ny, g.nz);
+                    gyv += a.cval * sobel_border_weight<A>(1, RZ == 1, cx, gy, z, g.nx, g.ny, g.nz);
                     if constexpr (RZ == 1)
-                      gzv += a.cval * sobel_border_weight<A>(2, true, gx, gy, z, g.nx, g.ny, g.nz);
+                      gzv += a.cval * sobel_border_weight<A>(2, true, cx, gy, z, g.nx, g.ny, g.nz);
                   }
                   res = sqrt_of(gxv * gxv + gyv * gyv + gzv * gzv);
                 } else {
@@ -883,36 +912,40 @@ __global__ void __launch_bounds__(st_threads, (sizeof(A) == 8 || K >= stencil_ki
                                        : K == stencil_kind::sobel_y ? 1
                                                                     : 2;
                   if constexpr (axis == 0) {
-                    res = yr[0] - yl[0];
+                    res = yr0 - yl0;
                   } else {
-                    res = smooth3(yl[0], yc[0], yr[0]);
+                    res = smooth3(yl0, yc0, yr0);
                   }
                   if (corr)
-                    res +=
-                        a.cval * sobel_border_weight<A>(axis, RZ == 1, gx, gy, z, g.nx, g.ny, g.nz);
+                    res += a.cval * sobel_border_weight<A>(axis, RZ == 1, cx, gy, z, g.nx, g.ny, g.nz);
                 }
               }
-              dst[z * slice] = to_voxel<O>(res);
+              const O v = to_voxel<O>(res);
+              if (fast ? store_x : r < rows_out) drow[static_cast<unsigned>(r) * nxu] = v;
             }
-            if constexpr (RZ == 1) {
-#pragma unroll
-              for (int i = 0; i < st_slots; ++i) {
-                v0[i] = v1[i];
-                v1[i] = lead[i];
-              }
-            }
-            buf ^= 1;
+
+            // Slot j (slice z - RZ) is free: load slice z - RZ + W into it.
+            if (i - RZ + W <= n - 1 + RZ) load(i - RZ + W, ring[j]);
           }
         }
-        // The next tile starts again with sa[0], which slower warps may still be reading in the
-        // last step's stage y.
-        __syncthreads();
+        };
+        if (interior) {
+          march(std::true_type{});
+        } else {
+          march(std::false_type{});
+        }
       }
     }
   }
 }
 
-/// Enqueues the fused stencil on every slab of the op under the ledger.
+/// Whether the stencil kernel serves this extent: its in-slice offsets are 32-bit.
+inline bool stencil3_fits(const extent3& e) {
+  return e.x * e.y <= static_cast<std::size_t>(std::numeric_limits<int>::max()) - 64;
+}
+
+/// Enqueues the fused stencil on every slab of the op under the ledger (stencil3_fits(extent)
+/// must hold).
 template <class T, class O, class A, stencil_kind K>
 void run_stencil3(stream_set& streams, const char* op, const volume<T>& in, volume<O>& out,
                   int dims, border mode, A pad, A cval) {
@@ -922,14 +955,14 @@ void run_stencil3(stream_set& streams, const char* op, const volume<T>& in, volu
   exec::run_op(
       streams, op, streams.plan(e.z), {vox::read(in, dims == 3 ? 1 : 0), vox::write(out)},
       [&](stream_view s, const slab& w) {
-        stencil_args<A> args{make_march(e, w, st_tx, st_ty), mode, pad, cval};
+        stencil_args<A> args{make_march(e, w, sk_out_x, sk_tile_y), mode, pad, cval};
         const dim3u gr = march_grid(args.g);
         if (dims == 3) {
           stencil3_kernel<T, O, A, K, 1>
-              <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(src, dst, args);
+              <<<dim3(gr.x, gr.y, gr.z), dim3(sk_lanes, sk_warps, 1), 0, s.value()>>>(src, dst, args);
         } else {
           stencil3_kernel<T, O, A, K, 0>
-              <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(src, dst, args);
+              <<<dim3(gr.x, gr.y, gr.z), dim3(sk_lanes, sk_warps, 1), 0, s.value()>>>(src, dst, args);
         }
         check_launch(op);
       });

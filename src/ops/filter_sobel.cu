@@ -1,5 +1,5 @@
 // Sobel derivatives and gradient magnitude: one fused pass on the CUDA backend, a direct
-// 27-tap stencil per voxel on the host backend.
+// 27-tap stencil per voxel on the host backend (and on CUDA for slices over 2^31 voxels).
 #include <voxstream/ops/filter.hpp>
 
 #include "filter_detail.cuh"
@@ -8,13 +8,39 @@ namespace vox {
 namespace {
 using namespace detail::filt;
 
+/// The direct 27-tap stencil per voxel (sobel_fn): the host backend's path, and the CUDA
+/// backend's for slices too large for the fused kernel's 32-bit offsets.
+template <class T>
+void run_sobel_direct(stream_set& streams, const char* op, const volume<T>& in,
+                      volume<filter_real_t<T>>& out, int which, const filter_options& o) {
+  using F = filter_real_t<T>;
+  const F cval = static_cast<F>(o.cval);
+  const extent3 e = in.extent();
+  const sobel_fn<T, F> f{in.data(),
+                         out.data(),
+                         static_cast<idx_t>(e.x),
+                         static_cast<idx_t>(e.y),
+                         static_cast<idx_t>(e.z),
+                         o.mode,
+                         cval,
+                         which,
+                         o.dims == 3};
+  exec::run_op(streams, op, streams.plan(e.z),
+               {vox::read(in, o.dims == 3 ? 1 : 0), vox::write(out)},
+               [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
+}
+
 /// which: 0, 1, 2 = Sobel along x, y, z; 3 = gradient magnitude.
 template <class T>
 void run_sobel(stream_set& streams, const char* op, const volume<T>& in,
                volume<filter_real_t<T>>& out, int which, const filter_options& o) {
+#if VOX_BACKEND_CUDA
+  if (!stencil3_fits(in.extent())) {
+    run_sobel_direct(streams, op, in, out, which, o);
+    return;
+  }
   using F = filter_real_t<T>;
   const F cval = static_cast<F>(o.cval);
-#if VOX_BACKEND_CUDA
   switch (which) {
     case 0:
       run_stencil3<T, F, F, stencil_kind::sobel_x>(streams, op, in, out, o.dims, o.mode, F(0),
@@ -34,19 +60,7 @@ void run_sobel(stream_set& streams, const char* op, const volume<T>& in,
       break;
   }
 #else
-  const extent3 e = in.extent();
-  const sobel_fn<T, F> f{in.data(),
-                         out.data(),
-                         static_cast<idx_t>(e.x),
-                         static_cast<idx_t>(e.y),
-                         static_cast<idx_t>(e.z),
-                         o.mode,
-                         cval,
-                         which,
-                         o.dims == 3};
-  exec::run_op(streams, op, streams.plan(e.z),
-               {vox::read(in, o.dims == 3 ? 1 : 0), vox::write(out)},
-               [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
+  run_sobel_direct(streams, op, in, out, which, o);
 #endif
 }
 

@@ -476,6 +476,34 @@ TYPED_TEST(FilterTyped, MedianMatchesReference) {
   check_median<T>(odd_ext, 5, opts(border::nearest, 3), three, 54);
 }
 
+// ---- tiles: interior and border blocks of the fused 3x3(x3) stencil -------------------------
+
+TEST(FilterTiles, InteriorAndBorderTilesOfTheFusedStencil) {
+  // The CUDA stencil kernel covers 30 x 32 output columns per block and takes a border-free path
+  // for blocks whose haloed tile and z range lie inside the volume. 97 x 101 x 41 on 3 streams
+  // has such blocks (x tiles 1-2, y tiles 1-2, the inner z chunks) next to border blocks on every
+  // side, a partial last tile in x (7 columns) and in y (5 rows), so both paths and their seams
+  // are compared with the reference in every mode.
+  const extent3 e{97, 101, 41};
+  for (border m : all_modes) {
+    for (int dims : {2, 3}) {
+      check_box<float>(box_op::uniform, e, 3, opts(m, dims, 2.5), three, 201);
+      check_box<std::uint16_t>(box_op::uniform, e, 3, opts(m, dims, 9.0), three, 202);
+      check_box<float>(box_op::erosion, e, 3, opts(m, dims, -0.5), three, 203);
+      check_box<std::uint8_t>(box_op::dilation, e, 3, opts(m, dims, 7.0), three, 204);
+      for (int which = 0; which <= 3; ++which) {
+        if (dims == 2 && which == 2) continue;
+        check_sobel<float>(e, which, opts(m, dims, 1.5), three, 205 + static_cast<unsigned>(which));
+      }
+      check_sobel<std::uint16_t>(e, 3, opts(m, dims, 4.0), three, 209);
+    }
+  }
+  // One stream: a single slab whose chunks run the whole depth.
+  const stream_config one{1, vox::slice_mapping::contiguous};
+  check_box<float>(box_op::uniform, e, 3, opts(border::reflect, 3), one, 210);
+  check_sobel<float>(e, 3, opts(border::nearest, 3), one, 211);
+}
+
 // ---- halos across slabs and streams ----------------------------------------------------------
 
 TEST(FilterStreams, EveryOpAcrossStreamSetsAndMappings) {
