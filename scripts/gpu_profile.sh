@@ -4,10 +4,10 @@
 # bench_ops on 1 and on 32 streams and bench_small_slices, then Nsight Compute (ncu) over the
 # first kernels of each named bench_ops case, on one stream.
 #
-#   scripts/gpu_profile.sh ["bench_ops case substring" ...]
+#   scripts/gpu_profile.sh ["bench_ops case substring[::kernel name regex]" ...]
 #
-# Default cases: the issue-3 targets (uniform size=3, sobel z, gaussian sigma=2, median size=3,
-# sum). Output: ${OUT:-build/prof-logs}/{bench_ops_1,bench_ops_32,small_slices,ncu_<case>}.txt,
+# Default cases: the issue-3 targets (uniform size=3, gaussian sigma=2, median size=3, sum),
+# each with the regex of its kernels (the setup's own fills and uploads are not profiled). Output: ${OUT:-build/prof-logs}/{bench_ops_1,bench_ops_32,small_slices,ncu_<case>}.txt,
 # and a summary (the RESULT lines and each kernel's duration, DRAM throughput and occupancy).
 # ncu runs with --clock-control none (the device tool's METHOD.md: leave the clocks alone).
 # Environment: PROF_BUILD (an existing cuda build folder to use instead of build/prof),
@@ -20,7 +20,8 @@ mkdir -p "$out"
 jobs=${PROF_JOBS:-16}
 count=${PROF_NCU_COUNT:-3}
 if [ $# -eq 0 ]; then
-  set -- "uniform size=3" "sobel z" "gaussian sigma=2" "median size=3" "sum"
+  set -- "uniform size=3::stencil3" "gaussian sigma=2::gauss_" "median size=3::median3" \
+    "sum::reduce_partial"
 fi
 
 build=${PROF_BUILD:-build/prof}
@@ -42,11 +43,15 @@ if [ "${PROF_SKIP_BENCH:-0}" != 1 ]; then
   "$ops" --streams 32 >"$out/bench_ops_32.txt" 2>&1
   "$small" >"$out/small_slices.txt" 2>&1
 fi
-for c in "$@"; do
-  f="$out/ncu_${c//[^A-Za-z0-9=]/_}.txt"
-  timeout 120 ncu --clock-control none -c "$count" --section SpeedOfLight --section Occupancy \
-    --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
-    --section SchedulerStats "$ops" --streams 1 --reps 20 --filter "$c" >"$f" 2>&1
+for arg in "$@"; do
+  c=${arg%%::*}
+  k=${arg#*::}
+  [ "$k" = "$arg" ] && k=.
+  f="$out/ncu_${c//[^A-Za-z0-9]/_}.txt"
+  timeout 120 ncu --clock-control none -k "regex:$k" -c "$count" --section SpeedOfLight \
+    --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats \
+    "$ops" --streams 1 --reps 20 --filter "$c" >"$f" 2>&1
 done
 
 echo "== summary"
