@@ -149,12 +149,38 @@ __global__ void __launch_bounds__(gx_threads, 2)
           const idx_t my = map_fast(y0 + i / HX - R, g.ny, mode);
           return (mx < 0 || my < 0) ? cval : static_cast<F>(in[z * slice + my * g.nx + mx]);
         };
-        [[maybe_unused]] F pre[PF ? NPRE : 1];
+        // With the prefetch: the in-slice offset of each of the thread's tile elements, worked
+        // out once per tile (the border rules cost more than the filter when done per slice);
+        // bit k of `outside` marks an element outside the slice in constant mode (reads cval).
+        [[maybe_unused]] unsigned goff[PF ? NPRE : 1] = {};
+        [[maybe_unused]] unsigned outside = 0;
         if constexpr (PF) {
 #pragma unroll
           for (int k = 0; k < NPRE; ++k) {
             const int i = t + k * gx_threads;
-            if (i < HY * HX && zs < ze) pre[k] = fetch1(zs, i);
+            goff[k] = 0;
+            if (i < HY * HX) {
+              const idx_t mx = map_fast(x0 + i % HX - R, g.nx, mode);
+              const idx_t my = map_fast(y0 + i / HX - R, g.ny, mode);
+              if (mx < 0 || my < 0) {
+                outside |= 1u << k;
+              } else {
+                goff[k] = static_cast<unsigned>(my * g.nx + mx);
+              }
+            }
+          }
+        }
+        [[maybe_unused]] auto fetch_slot = [&](const T* p, int k) -> F {
+          const F v = static_cast<F>(p[goff[k]]);
+          return (outside >> k) & 1u ? cval : v;
+        };
+        [[maybe_unused]] F pre[PF ? NPRE : 1];
+        if constexpr (PF) {
+          const T* p = in + zs * slice;
+#pragma unroll
+          for (int k = 0; k < NPRE; ++k) {
+            const int i = t + k * gx_threads;
+            if (i < HY * HX && zs < ze) pre[k] = fetch_slot(p, k);
           }
         }
         for (idx_t z = zs; z < ze; ++z) {
@@ -172,10 +198,11 @@ __global__ void __launch_bounds__(gx_threads, 2)
           __syncthreads();
           if constexpr (PF) {
             // The next slice's loads stay in flight while this one is filtered.
+            const T* p = in + (z + 1) * slice;
 #pragma unroll
             for (int k = 0; k < NPRE; ++k) {
               const int i = t + k * gx_threads;
-              if (i < HY * HX && z + 1 < ze) pre[k] = fetch1(z + 1, i);
+              if (i < HY * HX && z + 1 < ze) pre[k] = fetch_slot(p, k);
             }
           }
           // x: one row segment of 8 outputs per task.
@@ -223,33 +250,51 @@ __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 3 : 2
         const idx_t zs = g.z0 + ch * g.chunk;
         const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
         const F* col = in + gyp * g.nx + gxp;
-        auto ld = [&](idx_t z) -> F {
-          const idx_t mz = map_fast(z, g.nz, mode);
-          return mz < 0 ? cval : col[mz * slice];
-        };
-        // Slot (s + k) % W of `ring` holds slice z - R + k at step s = z - zs; steps unrolled by W
-        // keep every slot index a compile-time constant, so the window stays in registers. The
-        // slice entering the window at step s (z + R) is loaded a whole round (W steps) earlier
-        // into pf[s % W], so about W loads per thread are always in flight.
-        F ring[W], pf[W];
+        F* dst = out + gyp * g.nx + gxp;
+        const int n = static_cast<int>(ze - zs);  // steps (a chunk is at most a slab)
+        // Chunks whose window [zs - R, ze + R) lies inside the volume need no border rule: the
+        // fast instance of `march`.
+        const bool inside = zs - R >= 0 && ze + R <= g.nz;
+        auto march = [&](auto fast_tag) {
+          constexpr bool fast = decltype(fast_tag)::value;
+          auto ld = [&](idx_t z) -> F {
+            if constexpr (fast) {
+              return col[z * slice];
+            } else {
+              const idx_t mz = map_fast(z, g.nz, mode);
+              return mz < 0 ? cval : col[mz * slice];
+            }
+          };
+          // Slot (s + k) % W of `ring` holds slice z - R + k at step s = z - zs; steps unrolled
+          // by W keep every slot index a compile-time constant, so the window stays in
+          // registers. The slice entering the window at step s (z + R) is loaded a whole round
+          // (W steps) earlier into pf[s % W], so about W loads per thread are always in flight.
+          F ring[W], pf[W];
 #pragma unroll
-        for (int k = 0; k < W - 1; ++k) ring[k] = ld(zs - R + k);
+          for (int k = 0; k < W - 1; ++k) ring[k] = ld(zs - R + k);
 #pragma unroll
-        for (int j = 0; j < W; ++j)
-          if (zs + j < ze) pf[j] = ld(zs + j + R);
-        for (idx_t zb = zs; zb < ze; zb += W) {
+          for (int j = 0; j < W; ++j)
+            if (j < n) pf[j] = ld(zs + j + R);
+          for (int ib = 0; ib < n; ib += W) {
 #pragma unroll
-          for (int j = 0; j < W; ++j) {
-            const idx_t z = zb + j;
-            if (z >= ze) break;
-            ring[(j + W - 1) % W] = pf[j];
-            if (z + W < ze) pf[j] = ld(z + W + R);
-            F acc = F(0);
+            for (int j = 0; j < W; ++j) {
+              const int i = ib + j;
+              if (i >= n) break;
+              const idx_t z = zs + i;
+              ring[(j + W - 1) % W] = pf[j];
+              if (i + W < n) pf[j] = ld(z + W + R);
+              F acc = F(0);
 #pragma unroll
-            for (int k = 0; k < W; ++k)
-              if (tap_on<R, EXACT>(k, wz.r)) acc += wz.w[k] * ring[(j + k) % W];
-            out[z * slice + gyp * g.nx + gxp] = acc;
+              for (int k = 0; k < W; ++k)
+                if (tap_on<R, EXACT>(k, wz.r)) acc += wz.w[k] * ring[(j + k) % W];
+              dst[z * slice] = acc;
+            }
           }
+        };
+        if (inside) {
+          march(std::true_type{});
+        } else {
+          march(std::false_type{});
         }
       }
     }
@@ -371,7 +416,9 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
 #if VOX_BACKEND_CUDA
   const int bxy = gauss_bucket<F>(std::max(r[0], r[1]));
   const int bz = o.dims == 3 ? gauss_bucket<F>(r[2]) : 4;
-  if (bxy != 0 && bz != 0) {
+  // The fused kernels keep in-slice offsets in 32 bits.
+  const bool fits = in.extent().slice_voxels() <= std::size_t{0xffffffffu};
+  if (bxy != 0 && bz != 0 && fits) {
     if (o.dims == 2) {
       gauss_xy_dispatch<T, F>(bxy, streams, op, in, out, o, sg, r);
     } else {

@@ -712,8 +712,8 @@ __device__ __forceinline__ A mean3(A a, A b, A c) {
 /// in y, each lane owning sk_rows output rows of its column.
 inline constexpr int sk_lanes = 32;
 inline constexpr int sk_out_x = sk_lanes - 2;
-inline constexpr int sk_rows = 8;
-inline constexpr int sk_warps = 4;
+inline constexpr int sk_rows = 4;
+inline constexpr int sk_warps = 8;
 inline constexpr int sk_tile_y = sk_rows * sk_warps;
 inline constexpr int sk_threads = sk_lanes * sk_warps;
 
@@ -721,7 +721,7 @@ inline constexpr int sk_threads = sk_lanes * sk_warps;
 /// holds (2 RZ + 1 + ahead) x (sk_rows + 2) values per thread.
 template <class A>
 constexpr int sk_min_blocks() {
-  return sizeof(A) == 8 ? 3 : 4;
+  return sizeof(A) == 8 ? 2 : 3;
 }
 
 /// The fused 3x3(x3) stencil, separable into a pass along z, then y, then x (scipy's order, which
@@ -740,7 +740,7 @@ template <class T, class O, class A, stencil_kind K, int RZ>
 __global__ void __launch_bounds__(sk_threads, sk_min_blocks<A>())
     stencil3_kernel(const T* __restrict__ in, O* __restrict__ out, stencil_args<A> a) {
   constexpr int Y = sk_rows, NR = Y + 2;
-  constexpr int ahead = RZ == 1 ? 2 : 3;
+  constexpr int ahead = RZ == 1 ? 4 : 5;
   constexpr int W = 2 * RZ + 1 + ahead;
   constexpr int NZ = (K == stencil_kind::magnitude && RZ == 1) ? 2 : 1;  // z results per row
   const march_geom& g = a.g;
