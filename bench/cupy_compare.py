@@ -26,7 +26,8 @@ import statistics
 import subprocess
 import sys
 
-RESULT_RE = re.compile(r"^RESULT ops (\S+) (\S+) ms=(\S+) GBps=(\S+) frac=(\S+)(?: host_us=\S+)?\s*$")
+RESULT_RE = re.compile(r"^RESULT ops (\S+) (\S+) ms=(\S+) GBps=(\S+) frac=(\S+)"
+                       r"(?: host_us=\S+)?(?: streams=\S+)?\s*$")
 DEFAULT_BENCH = ("build/cuda/bench/bench_ops", "build/cuda/bench/ops/bench_ops")
 DTYPES = ("f32", "u16")
 

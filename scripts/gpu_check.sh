@@ -225,6 +225,9 @@ if ((BENCH)); then
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
     step bench_ops+cupy "$LOG_BENCH" 300 python3 "$ROOT/bench/cupy_compare.py" \
       "$BUILD/bench/ops/bench_ops"
+  # The same ops on a one-stream set (the table above is on 32 streams): RESULT lines say which.
+  need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
+    step bench_ops_1_stream "$LOG_BENCH" 120 "$BUILD/bench/ops/bench_ops" --streams 1
   need bench_small_slices "$LOG_BENCH" "$BUILD/bench/bench_small_slices" &&
     step bench_small_slices "$LOG_BENCH" 150 "$BUILD/bench/bench_small_slices"
   if [[ -x "$BUILD/bench/bench_stream" ]]; then

@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
   const double copy_gbps = 2.0 * bytes / (copy_ms * 1e6);
   std::printf("%-34s %-4s %9.3f ms %8.1f GB/s  (reference)\n", "cudaMemcpyAsync D2D", "f32", copy_ms,
               copy_gbps);
-  std::printf("RESULT ops copy_reference f32 ms=%.4f GBps=%.1f frac=1.000\n", copy_ms, copy_gbps);
+  std::printf("RESULT ops copy_reference f32 ms=%.4f GBps=%.1f frac=1.000 streams=%d\n", copy_ms,
+              copy_gbps, n_streams);
 
   for (auto& [name, fn] : families()) fn(ctx);
   for (const auto& c : ctx.cases) {
@@ -153,8 +154,9 @@ int main(int argc, char** argv) {
                 c.dtype.c_str(), ms, gbps, 100.0 * gbps / copy_gbps);
     std::string key = c.name;
     std::replace(key.begin(), key.end(), ' ', '_');
-    std::printf("RESULT ops %s %s ms=%.4f GBps=%.1f frac=%.3f host_us=%.1f\n", key.c_str(),
-                c.dtype.c_str(), ms, gbps, gbps / copy_gbps, t.median_host_us);
+    std::printf("RESULT ops %s %s ms=%.4f GBps=%.1f frac=%.3f host_us=%.1f streams=%d\n",
+                key.c_str(), c.dtype.c_str(), ms, gbps, gbps / copy_gbps, t.median_host_us,
+                n_streams);
   }
   streams.synchronize();
   return 0;
