@@ -37,20 +37,22 @@ void check_launch(const char* op);
 extent3 op_extent(const std::vector<exec::access>& acc, const char* op);
 
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
+/// The per-voxel kernel when the grid covers the slice (grid_for makes it so whenever the limits
+/// allow): one x and y per thread, in 32-bit arithmetic, and a loop over z only. A kernel of its
+/// own, so that its register count (and so its occupancy) is not that of the general loop's.
+template <class F>
+__global__ void for_each_voxel_cover_kernel(F f, unsigned nx, unsigned ny, std::size_t z0,
+                                            std::size_t z1) {
+  const unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= nx || y >= ny) return;
+  for (std::size_t z = z0 + blockIdx.z; z < z1; z += gridDim.z) f(std::size_t{x}, std::size_t{y}, z);
+}
+
+/// The general per-voxel kernel: grid-stride loops over x, y and z.
 template <class F>
 __global__ void for_each_voxel_kernel(F f, std::size_t nx, std::size_t ny, std::size_t z0,
                                       std::size_t z1) {
-  if (nx <= 0xffffffffu && ny <= 0xffffffffu && std::size_t{gridDim.x} * blockDim.x >= nx &&
-      std::size_t{gridDim.y} * blockDim.y >= ny) {
-    // The grid covers the slice (grid_for makes it so whenever the limits allow): one x and y
-    // per thread, in 32-bit arithmetic, and a loop over z only.
-    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
-    const unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= nx || y >= ny) return;
-    for (std::size_t z = z0 + blockIdx.z; z < z1; z += gridDim.z)
-      f(std::size_t{x}, std::size_t{y}, z);
-    return;
-  }
   for (std::size_t z = z0 + blockIdx.z; z < z1; z += gridDim.z) {
     for (std::size_t y = std::size_t{blockIdx.y} * blockDim.y + threadIdx.y; y < ny;
          y += std::size_t{blockDim.y} * gridDim.y) {
@@ -72,8 +74,14 @@ void for_each_voxel_range(stream_view s, const F& f, std::size_t nx, std::size_t
 #if VOX_BACKEND_CUDA
 #if defined(__CUDACC__)
   const dim3u g = grid_for(nx, ny, z1 - z0, default_block);
-  for_each_voxel_kernel<<<dim3(g.x, g.y, g.z), dim3(default_block.x, default_block.y, 1), 0,
-                          s.value()>>>(f, nx, ny, z0, z1);
+  const dim3 grid(g.x, g.y, g.z), block(default_block.x, default_block.y, 1);
+  if (nx <= 0xffffffffu && ny <= 0xffffffffu && std::size_t{g.x} * default_block.x >= nx &&
+      std::size_t{g.y} * default_block.y >= ny) {
+    for_each_voxel_cover_kernel<<<grid, block, 0, s.value()>>>(
+        f, static_cast<unsigned>(nx), static_cast<unsigned>(ny), z0, z1);
+  } else {
+    for_each_voxel_kernel<<<grid, block, 0, s.value()>>>(f, nx, ny, z0, z1);
+  }
   check_launch(op);
 #else
   static_assert(sizeof(F) == 0,
