@@ -1,0 +1,10 @@
+// Internal: device-id checks shared by the dist sources. Not installed.
+#pragma once
+
+#include <string>
+
+namespace vox::dist::detail {
+/// @brief Throws vox::invalid_argument, naming `op`, the id and the device count (prefixed by
+///        `who`), unless `device` is in [0, vox::dist::device_count()).
+void check_device(int device, const char* op, const std::string& who);
+}  // namespace vox::dist::detail
