@@ -20,12 +20,16 @@
 #include <voxstream/dist/partitioned_volume.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "dist_test_util.hpp"
+
 #if VOX_BACKEND_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 namespace {
 
+using namespace vox_dist_test;
+using vox_dist_test::random_data;  // not glibc's struct random_data
 using vox::extent3;
 using vox::stream_set;
 using vox::volume;
@@ -33,73 +37,6 @@ using vox::dist::halo_message;
 using vox::dist::partition_plan;
 using vox::dist::partitioned_volume;
 using vox::dist::slice_range;
-
-// Runs f, expects vox::invalid_argument whose message contains `what`.
-template <class F>
-void expect_invalid(F&& f, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << "expected vox::invalid_argument containing '" << what << "'";
-  } catch (const vox::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-  }
-}
-
-template <class T>
-std::vector<T> random_data(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<T> v(n);
-  if constexpr (std::is_floating_point<T>::value) {
-    std::uniform_real_distribution<double> d(-100.0, 100.0);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  } else {
-    std::uniform_int_distribution<long long> d(std::is_signed<T>::value ? -30000 : 1, 30000);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  }
-  return v;
-}
-
-template <class T>
-std::vector<T> host_of(stream_set& s, const volume<T>& v) {
-  std::vector<T> h(v.size());
-  vox::download(s, v, h.data(), h.size());
-  return h;
-}
-
-template <class T>
-volume<T> device_of(stream_set& s, extent3 e, const std::vector<T>& h) {
-  volume<T> v(s, e);
-  vox::upload(s, h.data(), h.size(), v);
-  return v;
-}
-
-// Overwrites every halo slice of every partition with `value`.
-template <class T>
-void poison_halos(partitioned_volume<T>& pv, T value) {
-  const std::size_t sv = pv.extent().slice_voxels();
-  for (std::size_t p = 0; p < pv.partitions(); ++p) {
-    auto h = host_of(pv.streams(p), pv.part(p));
-    const slice_range own = pv.plan()[p].local_owned();
-    for (std::size_t z = 0; z < pv.part(p).extent().z; ++z)
-      if (z < own.z0 || z >= own.z1)
-        std::fill(h.begin() + static_cast<std::ptrdiff_t>(z * sv),
-                  h.begin() + static_cast<std::ptrdiff_t>((z + 1) * sv), value);
-    vox::upload(pv.streams(p), h.data(), h.size(), pv.part(p));
-  }
-}
-
-// Each partition's volume holds exactly the global slices plan()[p].held of `global`.
-template <class T>
-void expect_parts_hold(partitioned_volume<T>& pv, const std::vector<T>& global) {
-  const std::size_t sv = pv.extent().slice_voxels();
-  for (std::size_t p = 0; p < pv.partitions(); ++p) {
-    const auto h = host_of(pv.streams(p), pv.part(p));
-    const std::size_t g0 = pv.plan()[p].held.z0 * sv;
-    ASSERT_EQ(h.size(), pv.plan()[p].held.depth() * sv);
-    for (std::size_t i = 0; i < h.size(); ++i)
-      ASSERT_EQ(h[i], global[g0 + i]) << "partition " << p << " local voxel " << i;
-  }
-}
 
 // --- partition_plan (pure logic) -------------------------------------------------------------
 
@@ -393,30 +330,6 @@ TEST(PartitionedVolume, ExchangeWaitsOnTheOtherSetsWriter) {
   expect_parts_hold(pv, data);
 }
 
-// The same filter on the whole volume and on P partitions (halos poisoned before apply, which
-// exchanges them) gives bit-identical owned slices.
-template <class T, class Out, class Op>
-void expect_filter_matches(std::size_t P, std::size_t h, std::size_t radius, extent3 e,
-                           unsigned seed, Op op) {
-  SCOPED_TRACE("P " + std::to_string(P) + " " + e.str());
-  const auto data = random_data<T>(e.voxels(), seed);
-  stream_set whole(3);
-  volume<T> in = device_of(whole, e, data);
-  volume<Out> out(whole, e, Out{0});
-  op(whole, static_cast<const volume<T>&>(in), out);
-  const auto want = host_of(whole, out);
-
-  partitioned_volume<T> pin(P, 2, e, h);
-  partitioned_volume<Out> pout(P, 2, e, h);
-  pin.scatter(data.data(), data.size());
-  poison_halos(pin, static_cast<T>(std::is_floating_point<T>::value ? 1.0e6 : 9999));
-  vox::dist::apply(pin, pout, radius, op);
-  std::vector<Out> got(e.voxels(), Out{123});
-  pout.gather(got.data(), got.size());
-  for (std::size_t i = 0; i < got.size(); ++i)
-    ASSERT_EQ(got[i], want[i]) << "voxel " << i << " (z " << i / e.slice_voxels() << ")";
-}
-
 TEST(PartitionedVolume, GaussianAcrossPartitionsEqualsWholeVolume) {
   const auto g = [](stream_set& s, const volume<float>& i, volume<float>& o) {
     vox::gaussian(s, i, o, vox::sigma3(1.0));  // truncate 4: radius 4
@@ -474,75 +387,6 @@ TEST(PartitionedVolume, UniformAcrossPartitionsEqualsWholeVolume) {
 }
 
 // --- whole-volume combines -------------------------------------------------------------------
-
-template <class T>
-void expect_combines_match(std::size_t P, extent3 e, unsigned seed) {
-  SCOPED_TRACE("P " + std::to_string(P) + " " + e.str());
-  auto data = random_data<T>(e.voxels(), seed);
-  if constexpr (std::is_floating_point<T>::value) {
-    data[e.voxels() / 3] = std::numeric_limits<T>::quiet_NaN();  // ignored by min/max/projection
-  }
-  stream_set whole(2);
-  volume<T> in = device_of(whole, e, data);
-  const T want_min = vox::min_value(whole, in).get();
-  const T want_max = vox::max_value(whole, in).get();
-  volume<T> proj(whole, {e.x, e.y, 1});
-  vox::max_projection(whole, in, proj, vox::projection_axis::z);
-  const auto want_proj = host_of(whole, proj);
-
-  // Ranges that cut off some voxels at both ends.
-  const double hlo = std::is_floating_point<T>::value ? -90.0 : std::is_signed<T>::value ? -25000.0 : 3.0;
-  const double hhi = std::is_floating_point<T>::value ? 95.0 : std::is_signed<T>::value ? 28000.0 : 250.0;
-  const auto want_hist = vox::histogram(whole, in, 37, hlo, hhi).counts();
-
-  partitioned_volume<T> pv(P, 2, e, 2);
-  pv.scatter(data.data(), data.size());
-  // Halos are counted once, by their owner, even when they hold other values (in range here).
-  poison_halos(pv, T{7});
-  const auto got_hist = vox::dist::histogram(pv, 37, hlo, hhi);
-  EXPECT_EQ(got_hist, want_hist);
-  std::uint64_t counted = 0;
-  for (auto c : got_hist) counted += c;
-  EXPECT_GT(counted, 0u);
-  // Halos are copies: combines must use owned slices only, so extreme halos must not show.
-  poison_halos(pv, std::numeric_limits<T>::max());
-  EXPECT_EQ(vox::dist::max_value(pv), want_max);
-  volume<T> got_proj(whole, {e.x, e.y, 1}, T{5});
-  vox::dist::max_projection_z(pv, got_proj);
-  EXPECT_EQ(host_of(whole, got_proj), want_proj);
-  poison_halos(pv, std::numeric_limits<T>::lowest());
-  EXPECT_EQ(vox::dist::min_value(pv), want_min);
-
-  if constexpr (std::is_floating_point<T>::value) {
-    data[e.voxels() / 3] = T{1};
-    volume<T> in2 = device_of(whole, e, data);
-    const double want_sum = vox::sum(whole, in2).get();
-    pv.scatter(data.data(), data.size());
-    const double got = vox::dist::sum(pv);
-    // Against a double host reference: both sums are exact for doubles up to rounding; for float
-    // voxels the GPU's vox::sum adds pairs of floats before accumulating in double (reduce.hpp),
-    // so each is within a few float roundings of the magnitudes.
-    long double ref = 0, mag = 0;
-    for (const T v : data) {
-      if (std::isnan(static_cast<double>(v))) continue;
-      ref += v;
-      mag += std::abs(static_cast<long double>(v));
-    }
-    const double tol =
-        (std::is_same<T, float>::value ? 1e-6 : 1e-12) * static_cast<double>(mag) + 1e-9;
-    if (!std::isnan(want_sum)) {
-      EXPECT_NEAR(want_sum, static_cast<double>(ref), tol);
-      EXPECT_NEAR(got, static_cast<double>(ref), tol);
-    } else {
-      EXPECT_TRUE(std::isnan(got));
-    }
-    EXPECT_NE(got, 0.0);
-  } else {
-    const auto want_sum = vox::sum(whole, in).get();
-    EXPECT_EQ(vox::dist::sum(pv), want_sum);
-    EXPECT_NE(want_sum, 0);
-  }
-}
 
 TEST(PartitionedVolume, CombinesEqualWholeVolumeResults) {
   for (std::size_t P : {1u, 2u, 3u, 4u}) {
