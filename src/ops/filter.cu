@@ -125,7 +125,7 @@ constexpr int gauss_tile_y() {
 }
 
 template <class T, class F, int R, bool EXACT>
-__global__ void __launch_bounds__(gx_threads, 2)
+__global__ void __launch_bounds__(gx_threads, sizeof(F) == 4 ? 3 : 2)
     gauss_xy_kernel(const T* __restrict__ in, F* __restrict__ out, march_geom g, border mode,
                     F cval, gauss_taps<F, R> wx, gauss_taps<F, R> wy) {
   constexpr int TX = gx_tile, TY = gauss_tile_y<F>();
