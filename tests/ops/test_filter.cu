@@ -504,6 +504,43 @@ TEST(FilterTiles, InteriorAndBorderTilesOfTheFusedStencil) {
   check_sobel<float>(e, 3, opts(border::nearest, 3), one, 211);
 }
 
+TEST(FilterTiles, AlignedRowsTakeTheVectorAndSharedMemoryPaths) {
+  // Rows of whole 16-byte chunks (x a multiple of 4) send 4- and 8-byte voxels through the CUDA
+  // backend's shared-memory 3x3(x3) stencil (32 x 32 tiles: 100 x 70 leaves a last tile of 4
+  // columns and 6 rows) and the Gaussian's vector loads and stores (64 x 32 tiles: with
+  // x = 200 the tiles at x 64 and 128 are inside the slice and take the border-free path, the
+  // first and the last one do not). The odd extents above never take these paths.
+  const extent3 e{100, 70, 21};
+  for (border m : all_modes) {
+    for (int dims : {2, 3}) {
+      check_box<float>(box_op::uniform, e, 3, opts(m, dims, 2.5), three, 221);
+      check_box<double>(box_op::uniform, e, 3, opts(m, dims, -1.5), three, 222);
+      check_box<float>(box_op::erosion, e, 3, opts(m, dims, -0.5), three, 223);
+      check_box<std::int32_t>(box_op::dilation, e, 3, opts(m, dims, 7.0), three, 224);
+      for (int which = 0; which <= 3; ++which) {
+        if (dims == 2 && which == 2) continue;
+        check_sobel<float>(e, which, opts(m, dims, 1.5), three, 225 + static_cast<unsigned>(which));
+      }
+      check_sobel<double>(e, 3, opts(m, dims, 4.0), three, 229);
+      check_sobel<std::int32_t>(e, 2 - (dims == 2 ? 1 : 0), opts(m, dims, 3.0), three, 230);
+    }
+  }
+  const extent3 g{200, 70, 19};
+  for (border m : all_modes) {
+    for (int dims : {2, 3}) {
+      check_gaussian<float>(g, 2.0, opts(m, dims, 0.5), three, 231);
+      check_gaussian<float>(g, {1.0, 1.5, 3.0}, opts(m, dims, -2.0), three, 232);
+      check_gaussian<std::uint16_t>(g, {2.0, 1.0, 1.0}, opts(m, dims, 3.0), three, 233);
+      check_gaussian<double>(g, {1.5, 2.0, 1.0}, opts(m, dims, 1.0), three, 234);
+    }
+  }
+  // One stream: a single slab whose chunks run the whole depth.
+  const stream_config one{1, vox::slice_mapping::contiguous};
+  check_box<float>(box_op::uniform, e, 3, opts(border::reflect, 3), one, 235);
+  check_sobel<float>(e, 3, opts(border::constant, 3, 2.0), one, 236);
+  check_gaussian<float>(g, 2.0, opts(border::wrap, 3), one, 237);
+}
+
 // ---- halos across slabs and streams ----------------------------------------------------------
 
 TEST(FilterStreams, EveryOpAcrossStreamSetsAndMappings) {
