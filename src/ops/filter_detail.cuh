@@ -975,28 +975,30 @@ inline constexpr int ss_tile_x = sizeof(T) == 4 ? 128 : 64;
 template <class T>
 inline constexpr int ss_warps = sizeof(T) == 4 ? 16 : 8;
 
-template <class T, int W = ss_warps<T>, int Y = ss_rows, int TXW = ss_tile_x<T>>
+template <class T>
 struct ss_layout {
+  static constexpr int W = ss_warps<T>;
+  static constexpr int TXW = ss_tile_x<T>;
   static constexpr int CH = 16 / static_cast<int>(sizeof(T));  ///< voxels per 16-byte chunk
   static constexpr int NXW = TXW / 32;                          ///< warps across the tile
   static constexpr int CX = TXW / CH;                           ///< chunks per tile row
   /// Row of a plane: x0 - 1 at CH - 1, x0 at CH, x0 + TXW at CH + TXW.
   static constexpr int PITCH = TXW + 2 * CH;
-  static constexpr int TY = W / NXW * Y;     ///< output rows of the tile
+  static constexpr int TY = W / NXW * ss_rows;  ///< output rows of the tile
   static constexpr int HR = TY + 2;          ///< haloed rows
   static constexpr int TASKS = HR * (CX + 2);  ///< copies per plane (chunks, then 2 halo voxels)
   static constexpr int PLANE = HR * PITCH;
   static constexpr int NTASK = (TASKS + 32 * W - 1) / (32 * W);  ///< per thread
 };
 
-/// Whether the shared-memory stencil serves this voxel type, extent and pointers.
-template <class T, class O>
-bool stencil3s_fits(const extent3& e, const T* in, const O* out) {
+/// Whether the shared-memory stencil serves this voxel type, extent and input (its copies are
+/// 16-byte chunks of whole rows).
+template <class T>
+bool stencil3s_fits(const extent3& e, const T* in) {
   if constexpr (sizeof(T) != 4 && sizeof(T) != 8) {
     return false;
   } else {
-    return e.x % ss_layout<T>::CH == 0 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0 &&
-           reinterpret_cast<std::uintptr_t>(out) % alignof(O) == 0;
+    return e.x % ss_layout<T>::CH == 0 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
   }
 }
 
@@ -1027,11 +1029,11 @@ constexpr int ss_quantities() {
   return K == stencil_kind::magnitude ? 3 : 1;
 }
 
-template <class T, class O, class A, stencil_kind K, int RZ, int W = ss_warps<T>, int Y = ss_rows,
-          int D = ss_depth, int MB = 2, int TXW = ss_tile_x<T>>
-__global__ void __launch_bounds__(32 * W, MB)
+template <class T, class O, class A, stencil_kind K, int RZ>
+__global__ void __launch_bounds__(32 * ss_warps<T>, 2)
     stencil3s_kernel(const T* __restrict__ in, O* __restrict__ out, stencil_args<A> a) {
-  using L = ss_layout<T, W, Y, TXW>;
+  using L = ss_layout<T>;
+  constexpr int W = L::W, Y = ss_rows, D = ss_depth, TXW = L::TXW;
   constexpr int Q = ss_quantities<K>();
   __shared__ alignas(16) T ring[D * L::PLANE];
   const auto ring_s = static_cast<unsigned>(__cvta_generic_to_shared(ring));
@@ -1270,7 +1272,7 @@ void run_stencil3(stream_set& streams, const char* op, const volume<T>& in, volu
   O* dst = out.data();
   constexpr bool kind_ok = K != stencil_kind::mean || std::is_floating_point_v<T>;
   bool shared = false;
-  if constexpr (kind_ok) shared = stencil3s_fits(e, src, dst);
+  if constexpr (kind_ok) shared = stencil3s_fits(e, src);
   exec::run_op(
       streams, op, streams.plan(e.z), {vox::read(in, dims == 3 ? 1 : 0), vox::write(out)},
       [&](stream_view s, const slab& w) {
