@@ -49,6 +49,12 @@ template <class V>
 VOX_HD inline V vmax(V a, V b) {
   return a < b ? b : a;
 }
+// float: fminf/fmaxf compile to one FMNMX where the comparison form above takes a compare and a
+// select, which doubled the median's selection networks. A NaN operand is ignored, as in the
+// min/max reductions. (double keeps the comparison form: sm_90 has no double min instruction,
+// and fmin's NaN handling costs more than the compare and the two selects.)
+VOX_HD inline float vmin(float a, float b) { return ::fminf(a, b); }
+VOX_HD inline float vmax(float a, float b) { return ::fmaxf(a, b); }
 
 /// Converts a computed value to voxel type O as scipy's C cast does for in-range values:
 /// truncation toward zero for integers (saturated, NaN -> 0, where a C cast is undefined).
@@ -707,6 +713,30 @@ __device__ __forceinline__ A mean3(A a, A b, A c) {
   }
 }
 
+/// The end of a Sobel or gradient magnitude at voxel (x, y, z), shared by both stencil kernels:
+/// the constant mode's border correction when `corr`, then the magnitude of (d0, d1, d2), or,
+/// for Sobel along one axis, the one derivative d0.
+template <stencil_kind K, int RZ, class A>
+__device__ __forceinline__ A sobel_finish(A d0, A d1, A d2, bool corr, A cval, idx_t x, idx_t y,
+                                          idx_t z, const march_geom& g) {
+  constexpr bool d3 = RZ == 1;
+  auto weight = [&](int axis) {
+    return cval * sobel_border_weight<A>(axis, d3, x, y, z, g.nx, g.ny, g.nz);
+  };
+  if constexpr (K == stencil_kind::magnitude) {
+    if (corr) {
+      d0 += weight(0);
+      d1 += weight(1);
+      if constexpr (d3) d2 += weight(2);
+    }
+    return sqrt_of(d0 * d0 + d1 * d1 + d2 * d2);
+  } else {
+    constexpr int axis = K == stencil_kind::sobel_x ? 0 : K == stencil_kind::sobel_y ? 1 : 2;
+    if (corr) d0 += weight(axis);
+    return d0;
+  }
+}
+
 /// Columns of one warp of the stencil kernel: 32 lanes read 32 adjacent columns and the 30 inner
 /// ones are outputs (the outer two are the x halo, passed on by shuffles); warps of a block stack
 /// in y, each lane owning sk_rows output rows of its column.
@@ -896,28 +926,13 @@ __global__ void __launch_bounds__(sk_threads, sk_min_blocks<A>())
                 const bool corr =
                     !fast && constant && on_border(cx, gy, z, g.nx, g.ny, g.nz, RZ == 1);
                 if constexpr (K == stencil_kind::magnitude) {
-                  A gxv = yr0 - yl0;
-                  A gyv = smooth3(yl1, yc1, yr1);
                   A gzv = A(0);
                   if constexpr (RZ == 1) gzv = smooth3(yl2, yc2, yr2);
-                  if (corr) {
-                    gxv += a.cval * sobel_border_weight<A>(0, RZ == 1, cx, gy, z, g.nx, g.ny, g.nz);
-                    gyv += a.cval * sobel_border_weight<A>(1, RZ == 1, cx, gy, z, g.nx, g.ny, g.nz);
-                    if constexpr (RZ == 1)
-                      gzv += a.cval * sobel_border_weight<A>(2, true, cx, gy, z, g.nx, g.ny, g.nz);
-                  }
-                  res = sqrt_of(gxv * gxv + gyv * gyv + gzv * gzv);
+                  res = sobel_finish<K, RZ>(yr0 - yl0, smooth3(yl1, yc1, yr1), gzv, corr, a.cval,
+                                            cx, gy, z, g);
                 } else {
-                  constexpr int axis = K == stencil_kind::sobel_x   ? 0
-                                       : K == stencil_kind::sobel_y ? 1
-                                                                    : 2;
-                  if constexpr (axis == 0) {
-                    res = yr0 - yl0;
-                  } else {
-                    res = smooth3(yl0, yc0, yr0);
-                  }
-                  if (corr)
-                    res += a.cval * sobel_border_weight<A>(axis, RZ == 1, cx, gy, z, g.nx, g.ny, g.nz);
+                  const A d = K == stencil_kind::sobel_x ? yr0 - yl0 : smooth3(yl0, yc0, yr0);
+                  res = sobel_finish<K, RZ>(d, A(0), A(0), corr, a.cval, cx, gy, z, g);
                 }
               }
               const O v = to_voxel<O>(res);
@@ -947,14 +962,14 @@ inline bool stencil3_fits(const extent3& e) {
 #endif  // VOX_BACKEND_CUDA && __CUDACC__
 
 // ---- the shared-memory stencil (4- and 8-byte voxels) --------------------------------------
-// A block of 16 warps computes a 128 x 16 output tile (8 warps and 64 x 16 for 8-byte voxels)
-// of every slice of its z chunk. The haloed plane of each slice is copied into a ring of
-// ss_depth planes in shared memory by asynchronous copies (cp.async: 16-byte chunks for the
-// tile's columns, one voxel for each x-halo column), issued ss_depth - 1 planes ahead: the
-// loads stay in flight without registers, and every voxel is read from DRAM about once (x and y
-// halos come from shared memory). Each lane then reduces its column's 3 x (rows + 2) window of
-// the newest plane into one value per output row ("xy" quantities), and the z stage combines
-// the last three planes' quantities in registers.
+// A block of 16 warps computes a 128 x 16 output tile (8 warps and 64 x 16 for 8-byte voxels;
+// half the warps and rows for the gradient magnitude) of every slice of its z chunk. The haloed
+// plane of each slice is copied into a ring of ss_depth planes in shared memory by asynchronous
+// copies (cp.async: 16-byte chunks for the tile's columns, one voxel for each x-halo column),
+// issued ss_depth - 1 planes ahead: the loads stay in flight without registers, and every voxel
+// is read from DRAM about once (x and y halos come from shared memory). Each lane then reduces
+// its column's 3 x (rows + 2) window of the newest plane into one value per output row ("xy"
+// quantities), and the z stage combines the last three planes' quantities in registers.
 //
 // This is the 3D filter of the padded volume: equal to scipy's per-pass result for the mean
 // (cval in constant mode), min and max; Sobel pads with 0 and adds the constant mode's
@@ -968,16 +983,20 @@ inline bool stencil3_fits(const extent3& e) {
 inline constexpr int ss_rows = 4;   ///< output rows per thread
 inline constexpr int ss_depth = 3;  ///< planes in the ring: ss_depth - 1 in flight
 /// Tile width: 128 columns of 4-byte voxels (4 warps across), 64 of 8-byte ones (2 warps), so
-/// that the two x-halo voxels per row add little to the L2 traffic; 16 warps per block (8 for
-/// 8-byte voxels), so that a ring of ss_depth haloed planes stays under 48 KiB.
+/// that the two x-halo voxels per row add little to the L2 traffic.
 template <class T>
 inline constexpr int ss_tile_x = sizeof(T) == 4 ? 128 : 64;
-template <class T>
-inline constexpr int ss_warps = sizeof(T) == 4 ? 16 : 8;
+/// Warps per block: 16 (8 for 8-byte voxels), so that a ring of ss_depth haloed planes stays
+/// under 48 KiB, two blocks per SM. The gradient magnitude keeps three quantities per row and
+/// spilled in the 64 registers that leaves: it takes half the warps and three blocks per SM.
+template <class T, stencil_kind K>
+inline constexpr int ss_warps = (sizeof(T) == 4 ? 16 : 8) / (K == stencil_kind::magnitude ? 2 : 1);
+template <stencil_kind K>
+inline constexpr int ss_min_blocks = K == stencil_kind::magnitude ? 3 : 2;
 
-template <class T>
+template <class T, stencil_kind K>
 struct ss_layout {
-  static constexpr int W = ss_warps<T>;
+  static constexpr int W = ss_warps<T, K>;
   static constexpr int TXW = ss_tile_x<T>;
   static constexpr int CH = 16 / static_cast<int>(sizeof(T));  ///< voxels per 16-byte chunk
   static constexpr int NXW = TXW / 32;                          ///< warps across the tile
@@ -998,7 +1017,8 @@ bool stencil3s_fits(const extent3& e, const T* in) {
   if constexpr (sizeof(T) != 4 && sizeof(T) != 8) {
     return false;
   } else {
-    return e.x % ss_layout<T>::CH == 0 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
+    return e.x % (16 / static_cast<idx_t>(sizeof(T))) == 0 &&
+           reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
   }
 }
 
@@ -1030,9 +1050,9 @@ constexpr int ss_quantities() {
 }
 
 template <class T, class O, class A, stencil_kind K, int RZ>
-__global__ void __launch_bounds__(32 * ss_warps<T>, 2)
+__global__ void __launch_bounds__(32 * ss_warps<T, K>, ss_min_blocks<K>)
     stencil3s_kernel(const T* __restrict__ in, O* __restrict__ out, stencil_args<A> a) {
-  using L = ss_layout<T>;
+  using L = ss_layout<T, K>;
   constexpr int W = L::W, Y = ss_rows, D = ss_depth, TXW = L::TXW;
   constexpr int Q = ss_quantities<K>();
   __shared__ alignas(16) T ring[D * L::PLANE];
@@ -1221,27 +1241,12 @@ __global__ void __launch_bounds__(32 * ss_warps<T>, 2)
                 const bool corr =
                     !nopad && constant && on_border(cx, gy, z, g.nx, g.ny, g.nz, RZ == 1);
                 if constexpr (K == stencil_kind::magnitude) {
-                  A gxv = sz(0), gyv = sz(1);
-                  A gzv = RZ == 1 ? h[2][2][r] - h[0][2][r] : A(0);
-                  if (corr) {
-                    gxv += a.cval * sobel_border_weight<A>(0, RZ == 1, cx, gy, z, g.nx, g.ny, g.nz);
-                    gyv += a.cval * sobel_border_weight<A>(1, RZ == 1, cx, gy, z, g.nx, g.ny, g.nz);
-                    if constexpr (RZ == 1)
-                      gzv += a.cval * sobel_border_weight<A>(2, true, cx, gy, z, g.nx, g.ny, g.nz);
-                  }
-                  res = sqrt_of(gxv * gxv + gyv * gyv + gzv * gzv);
+                  const A gzv = RZ == 1 ? h[2][2][r] - h[0][2][r] : A(0);
+                  res = sobel_finish<K, RZ>(sz(0), sz(1), gzv, corr, a.cval, cx, gy, z, g);
                 } else {
-                  constexpr int axis = K == stencil_kind::sobel_x   ? 0
-                                       : K == stencil_kind::sobel_y ? 1
-                                                                    : 2;
-                  if constexpr (axis == 2) {
-                    res = RZ == 1 ? h[2][0][r] - h[0][0][r] : A(0);
-                  } else {
-                    res = sz(0);
-                  }
-                  if (corr)
-                    res += a.cval * sobel_border_weight<A>(axis, RZ == 1, cx, gy, z, g.nx, g.ny,
-                                                           g.nz);
+                  const A dz = RZ == 1 ? h[2][0][r] - h[0][0][r] : A(0);
+                  const A d = K == stencil_kind::sobel_z ? dz : sz(0);
+                  res = sobel_finish<K, RZ>(d, A(0), A(0), corr, a.cval, cx, gy, z, g);
                 }
               }
               if ((rows_ok >> r) & 1u) orow[static_cast<unsigned>(r) * nxu] = to_voxel<O>(res);
@@ -1278,10 +1283,10 @@ void run_stencil3(stream_set& streams, const char* op, const volume<T>& in, volu
       [&](stream_view s, const slab& w) {
         if constexpr (kind_ok && (sizeof(T) == 4 || sizeof(T) == 8)) {
           if (shared) {
-            using L = ss_layout<T>;
+            using L = ss_layout<T, K>;
             stencil_args<A> args{make_march(e, w, ss_tile_x<T>, L::TY), mode, pad, cval};
             const dim3u gr = march_grid(args.g);
-            const dim3 grid(gr.x, gr.y, gr.z), block(32, ss_warps<T>, 1);
+            const dim3 grid(gr.x, gr.y, gr.z), block(32, L::W, 1);
             if (dims == 3) {
               stencil3s_kernel<T, O, A, K, 1><<<grid, block, 0, s.value()>>>(src, dst, args);
             } else {

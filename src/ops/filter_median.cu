@@ -15,8 +15,11 @@ using namespace detail::filt;
 // planes (ranks 5..14 of 18, 48 ops); each then needs 19 ops against its own third plane.
 inline constexpr int md_slots = (2 * st_halo + st_threads - 1) / st_threads;
 
+// Three blocks per SM (at most 85 registers) for 4-byte voxels: the kernel is latency-bound, and
+// two blocks left only 16 warps per SM. The others keep two: 8-byte voxels need twice the
+// registers for the networks, and 1- and 2-byte ones spilled at three (their conversions).
 template <class T>
-__global__ void __launch_bounds__(st_threads, 2)
+__global__ void __launch_bounds__(st_threads, sizeof(T) == 4 ? 3 : 2)
     median3_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
                    T cval) {
   __shared__ T sp[2][st_hy][st_hx];     // two raw planes with their xy halo
