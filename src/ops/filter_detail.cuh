@@ -49,12 +49,14 @@ template <class V>
 VOX_HD inline V vmax(V a, V b) {
   return a < b ? b : a;
 }
-// float: fminf/fmaxf compile to one FMNMX where the comparison form above takes a compare and a
-// select, which doubled the median's selection networks. A NaN operand is ignored, as in the
-// min/max reductions. (double keeps the comparison form: sm_90 has no double min instruction,
-// and fmin's NaN handling costs more than the compare and the two selects.)
+// Floating voxels: a NaN operand is ignored (fmin / fmax), as in the min/max reductions. float
+// uses fminf/fmaxf, one FMNMX, where the comparison form above takes a compare and a select
+// (which doubled the median's selection networks); sm_90 has no double min instruction, and
+// ::fmin on double costs more than these compares and selects.
 VOX_HD inline float vmin(float a, float b) { return ::fminf(a, b); }
 VOX_HD inline float vmax(float a, float b) { return ::fmaxf(a, b); }
+VOX_HD inline double vmin(double a, double b) { return (b < a || a != a) ? b : a; }
+VOX_HD inline double vmax(double a, double b) { return (a < b || a != a) ? b : a; }
 
 /// Converts a computed value to voxel type O as scipy's C cast does for in-range values:
 /// truncation toward zero for integers (saturated, NaN -> 0, where a C cast is undefined).

@@ -541,6 +541,92 @@ TEST(FilterTiles, AlignedRowsTakeTheVectorAndSharedMemoryPaths) {
   check_gaussian<float>(g, 2.0, opts(border::wrap, 3), one, 237);
 }
 
+// ---- NaN voxels ------------------------------------------------------------------------------
+
+// Floating erosion and dilation ignore NaN voxels, as fmin / fmax and the min / max reductions
+// do: a window's result is the extreme of its other voxels, NaN only when every voxel is NaN.
+// Scattered NaNs plus one all-NaN 5x5x5 block (so some size-3 windows hold nothing else); the
+// aligned extent takes the shared-memory stencil for size 3, the odd one the register stencil,
+// and size 5 the 1D passes.
+template <class T>
+void check_minmax_nan(const extent3& e, std::size_t size, bool erode, border m,
+                      std::uint32_t seed) {
+  SCOPED_TRACE(std::string(erode ? "erosion" : "dilation") + " size " + std::to_string(size) +
+               ", " + vox::border_name(m) + ", " + e.str());
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<T> h = random_voxels<T>(e, seed);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::size_t> pick(0, h.size() - 1);
+  for (int k = 0; k < 40; ++k) h[pick(rng)] = nan;
+  const idx n[3] = {idx(e.x), idx(e.y), idx(e.z)};
+  for (idx z = 2; z < 7; ++z)
+    for (idx y = 3; y < 8; ++y)
+      for (idx x = 4; x < 9; ++x) h[static_cast<std::size_t>((z * n[1] + y) * n[0] + x)] = nan;
+  const vox::filter_options o = opts(m, 3, 1.5);
+  const double cval = quant<T>(o.cval);
+  const idx r = idx(size / 2);
+  std::vector<double> want(h.size());
+  for (idx z = 0; z < n[2]; ++z) {
+    for (idx y = 0; y < n[1]; ++y) {
+      for (idx x = 0; x < n[0]; ++x) {
+        double best = std::numeric_limits<double>::quiet_NaN();
+        for (idx dz = -r; dz <= r; ++dz) {
+          for (idx dy = -r; dy <= r; ++dy) {
+            for (idx dx = -r; dx <= r; ++dx) {
+              const idx mx = ref_map(x + dx, n[0], m), my = ref_map(y + dy, n[1], m),
+                        mz = ref_map(z + dz, n[2], m);
+              const double v =
+                  mx < 0 || my < 0 || mz < 0
+                      ? cval
+                      : double(h[static_cast<std::size_t>((mz * n[1] + my) * n[0] + mx)]);
+              if (std::isnan(v)) continue;
+              if (std::isnan(best) || (erode ? v < best : v > best)) best = v;
+            }
+          }
+        }
+        want[static_cast<std::size_t>((z * n[1] + y) * n[0] + x)] = best;
+      }
+    }
+  }
+  vox::stream_set set = make_set(three);
+  const vox::volume<T> in = make_volume(set, e, h);
+  vox::volume<T> out = poisoned<T>(set, e);
+  if (erode) {
+    vox::grey_erosion(set, in, out, size, o);
+  } else {
+    vox::grey_dilation(set, in, out, size, o);
+  }
+  const std::vector<T> got = fetch(set, out);
+  int bad = 0, all_nan = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = double(got[i]);
+    all_nan += std::isnan(want[i]) ? 1 : 0;
+    const bool same = std::isnan(want[i]) ? std::isnan(g) : g == want[i];
+    if (!same && bad++ < 5) ADD_FAILURE() << at(e, i) << ": got " << g << ", want " << want[i];
+  }
+  EXPECT_EQ(bad, 0);
+  if (size == 3) {
+    EXPECT_GT(all_nan, 0);  // the block's centre windows hold only NaN
+  }
+}
+
+template <class T>
+class FilterNaN : public ::testing::Test {};
+using nan_voxel_types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(FilterNaN, nan_voxel_types);
+
+TYPED_TEST(FilterNaN, ErosionAndDilationIgnoreNaNVoxels) {
+  using T = TypeParam;
+  for (const extent3& e : {extent3{64, 21, 11}, extent3{37, 21, 11}}) {
+    for (border m : {border::reflect, border::constant}) {
+      for (std::size_t size : {3u, 5u}) {
+        check_minmax_nan<T>(e, size, true, m, 71);
+        check_minmax_nan<T>(e, size, false, m, 72);
+      }
+    }
+  }
+}
+
 // ---- halos across slabs and streams ----------------------------------------------------------
 
 TEST(FilterStreams, EveryOpAcrossStreamSetsAndMappings) {
