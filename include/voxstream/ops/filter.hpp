@@ -128,7 +128,8 @@ void gradient_magnitude(stream_set& streams, const volume<T>& in, volume<filter_
 /// scipy.ndimage.median_filter(size=...). In border::constant mode `cval` is first converted to
 /// the voxel type (truncated toward zero and saturated), which gives scipy's result because the
 /// median commutes with that monotone conversion. 3x3x3 on the CUDA backend is a fused
-/// sliding-window selection; other sizes select per voxel.
+/// sliding-window selection; other sizes select per voxel. A window holding NaN voxels gives an
+/// unspecified result (scipy's is order-dependent too).
 template <class T>
 void median(stream_set& streams, const volume<T>& in, volume<T>& out, std::size_t size,
             const filter_options& opts = {});
@@ -137,7 +138,9 @@ void median(stream_set& streams, const volume<T>& in, volume<T>& out, std::size_
 ///        Asynchronous.
 ///
 /// scipy.ndimage.grey_erosion(size=...) = minimum_filter; `cval` is converted to the voxel type
-/// as for median. Allocates a scratch volume when it needs one (as uniform).
+/// as for median. Allocates a scratch volume when it needs one (as uniform). NaN voxels are
+/// ignored (as std::fmin, and as vox::min_value): a result is NaN only where every voxel of its
+/// window is NaN.
 template <class T>
 void grey_erosion(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
                   const filter_options& opts = {});
@@ -149,7 +152,8 @@ void grey_erosion(stream_set& streams, const volume<T>& in, volume<T>& out, volu
 /// @brief Grey dilation (maximum filter) over a box of odd `size`, output of the input's type.
 ///        Asynchronous.
 ///
-/// scipy.ndimage.grey_dilation(size=...) = maximum_filter for odd sizes.
+/// scipy.ndimage.grey_dilation(size=...) = maximum_filter for odd sizes. NaN voxels are ignored,
+/// as for grey_erosion.
 template <class T>
 void grey_dilation(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
                    const filter_options& opts = {});
