@@ -129,7 +129,7 @@ void gradient_magnitude(stream_set& streams, const volume<T>& in, volume<filter_
 /// the voxel type (truncated toward zero and saturated), which gives scipy's result because the
 /// median commutes with that monotone conversion. 3x3x3 on the CUDA backend is a fused
 /// sliding-window selection; other sizes select per voxel. A window holding NaN voxels gives an
-/// unspecified result (scipy's is order-dependent too).
+/// unspecified result.
 template <class T>
 void median(stream_set& streams, const volume<T>& in, volume<T>& out, std::size_t size,
             const filter_options& opts = {});
