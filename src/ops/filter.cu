@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(NT, 4)
                           border mode, F cval, gauss_taps<F, R> wx, gauss_taps<F, R> wy) {
   static_assert(gauss_xy_async_serves<T, F, R>());
   constexpr int TX = gx_tile, TY = gauss_tile_y<F>();
-  constexpr int HX = TX + 2 * R, HY = TY + 2 * R;
+  constexpr int HX = TX + 2 * R, HY = TY + 2 * R, VB = static_cast<int>(sizeof(T));
   __shared__ T s[2][HY][HX + 1];  // odd row pitch: row-per-lane access is conflict-free
   __shared__ F xs[HY][TX + 1];
   __shared__ int colx[HX];     // mapped column (-1: outside, constant mode)
@@ -277,63 +277,57 @@ __global__ void __launch_bounds__(NT, 4)
   const idx_t slice = g.nx * g.ny;
   const auto s_base = static_cast<unsigned>(__cvta_generic_to_shared(&s[0][0][0]));
 
-  for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
-    for (idx_t by = blockIdx.y; by < g.tiles_y; by += gridDim.y) {
-      for (idx_t bx = blockIdx.x; bx < g.tiles_x; bx += gridDim.x) {
-        const idx_t x0 = bx * TX, y0 = by * TY;
-        const idx_t zs = g.z0 + ch * g.chunk;
-        const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
-        for (int i = t; i < HX; i += NT)
-          colx[i] = static_cast<int>(map_fast(x0 + i - R, g.nx, mode));
-        for (int i = t; i < HY; i += NT) {
-          const idx_t my = map_fast(y0 + i - R, g.ny, mode);
-          rowy[i] = my < 0 ? idx_t{-1} : my * g.nx;
-        }
-        __syncthreads();
-        // Warp w copies rows w, w + NT / 32, ...; lane l the columns l, l + 32, ... of each
-        // (their mapped columns held in registers for the tile).
-        constexpr int CPL = (HX + 31) / 32;
-        const int lane = t % 32;
-        int cxs[CPL];
+  for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
+    const idx_t x0 = bx * TX, y0 = by * TY;
+    for (int i = t; i < HX; i += NT)
+      colx[i] = static_cast<int>(map_fast(x0 + i - R, g.nx, mode));
+    for (int i = t; i < HY; i += NT) {
+      const idx_t my = map_fast(y0 + i - R, g.ny, mode);
+      rowy[i] = my < 0 ? idx_t{-1} : my * g.nx;
+    }
+    __syncthreads();
+    // Warp w copies rows w, w + NT / 32, ...; lane l the columns l, l + 32, ... of each
+    // (their mapped columns held in registers for the tile).
+    constexpr int CPL = (HX + 31) / 32;
+    const int lane = t % 32;
+    int cxs[CPL];
 #pragma unroll
-        for (int j = 0; j < CPL; ++j) cxs[j] = lane + 32 * j < HX ? colx[lane + 32 * j] : 0;
-        auto issue = [&](idx_t z, int b) {
-          const T* p = in + z * slice;
-          for (int r = t / 32; r < HY; r += NT / 32) {
-            const idx_t ry = rowy[r];
-            const unsigned drow = s_base + static_cast<unsigned>((b * HY + r) * (HX + 1) * 4);
+    for (int j = 0; j < CPL; ++j) cxs[j] = lane + 32 * j < HX ? colx[lane + 32 * j] : 0;
+    auto issue = [&](idx_t z, int b) {
+      const T* p = in + z * slice;
+      for (int r = t / 32; r < HY; r += NT / 32) {
+        const idx_t ry = rowy[r];
+        const unsigned drow = s_base + static_cast<unsigned>((b * HY + r) * (HX + 1) * VB);
 #pragma unroll
-            for (int j = 0; j < CPL; ++j) {
-              const int c = lane + 32 * j;
-              if (HX % 32 == 0 || c < HX) {
-                if (ry < 0 || cxs[j] < 0) {
-                  s[b][r][c] = cval;
-                } else {
-                  detail::filt::ss_copy<4>(drow + static_cast<unsigned>(c * 4), p + ry + cxs[j]);
-                }
-              }
+        for (int j = 0; j < CPL; ++j) {
+          const int c = lane + 32 * j;
+          if (HX % 32 == 0 || c < HX) {
+            if (ry < 0 || cxs[j] < 0) {
+              s[b][r][c] = cval;
+            } else {
+              ss_copy<VB>(drow + static_cast<unsigned>(c * VB), p + ry + cxs[j]);
             }
           }
-          detail::filt::ss_commit();
-        };
-        if (zs < ze) issue(zs, 0);
-        for (idx_t z = zs; z < ze; ++z) {
-          const int b = static_cast<int>((z - zs) & 1);
-          if (z + 1 < ze) {
-            issue(z + 1, b ^ 1);
-            detail::filt::ss_wait<1>();
-          } else {
-            detail::filt::ss_wait<0>();
-          }
-          __syncthreads();  // buffer b is complete
-          gauss_xy_slice<F, R, EXACT, NT, TY>(
-              t, [&](int r, int c) { return s[b][r][c]; }, xs, wx, wy, out + z * slice, x0, y0,
-              g);
         }
-        __syncthreads();  // the tables are rewritten for the next tile
       }
+      ss_commit();
+    };
+    if (zs < ze) issue(zs, 0);
+    for (idx_t z = zs; z < ze; ++z) {
+      const int b = static_cast<int>((z - zs) & 1);
+      if (z + 1 < ze) {
+        issue(z + 1, b ^ 1);
+        ss_wait<1>();
+      } else {
+        ss_wait<0>();
+      }
+      __syncthreads();  // buffer b is complete
+      gauss_xy_slice<F, R, EXACT, NT, TY>(
+          t, [&](int r, int c) { return s[b][r][c]; }, xs, wx, wy, out + z * slice, x0, y0,
+          g);
     }
-  }
+    __syncthreads();  // the tables are rewritten for the next tile
+  });
 }
 
 template <class F, int R, bool EXACT>
@@ -431,15 +425,15 @@ void run_gauss_xy(stream_set& streams, const char* op, const volume<T>& in, volu
                  const march_geom g = make_march(e, w, gx_tile, gauss_tile_y<F>());
                  const dim3u gr = march_grid(g);
                  const dim3 grid(gr.x, gr.y, gr.z);
+                 // if constexpr: the register-prefetch kernel is not instantiated where the
+                 // asynchronous one serves.
                  if constexpr (gauss_xy_async_serves<T, F, R>()) {
                    gauss_xy_async_kernel<T, F, R, EXACT>
                        <<<grid, gx_threads, 0, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
-                   detail::check_launch(op);
-                   return;
+                 } else {
+                   gauss_xy_kernel<T, F, R, EXACT><<<grid, gx_threads, 0, s.value()>>>(
+                       src, dst, g, o.mode, cval, wx, wy);
                  }
-                 gauss_xy_kernel<T, F, R, EXACT>
-                     <<<grid, dim3(gx_threads, 1, 1), 0, s.value()>>>(
-                         src, dst, g, o.mode, cval, wx, wy);
                  detail::check_launch(op);
                });
 }

@@ -28,94 +28,88 @@ __global__ void __launch_bounds__(st_threads, sizeof(T) == 4 ? 3 : 2)
   const int t = ty * st_tx + tx;
   const idx_t slice = g.nx * g.ny;
 
-  for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
-    for (idx_t by = blockIdx.y; by < g.tiles_y; by += gridDim.y) {
-      for (idx_t bx = blockIdx.x; bx < g.tiles_x; bx += gridDim.x) {
-        const idx_t x0 = bx * st_tx, y0 = by * st_ty;
-        const idx_t zs = g.z0 + ch * g.chunk;
-        const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
+  for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
+    const idx_t x0 = bx * st_tx, y0 = by * st_ty;
 
-        // Per load slot: its place in sp (plane-major), and the in-slice offset of the voxel it
-        // reads (-1: outside the slice in constant mode).
-        idx_t off[md_slots];
-        int dst[md_slots];
+    // Per load slot: its place in sp (plane-major), and the in-slice offset of the voxel it
+    // reads (-1: outside the slice in constant mode).
+    idx_t off[md_slots];
+    int dst[md_slots];
 #pragma unroll
-        for (int i = 0; i < md_slots; ++i) {
-          const int q = t + i * st_threads;
-          const int qq = q % st_halo;
-          dst[i] = q < 2 * st_halo ? q : -1;
-          const idx_t mx = map_fast(x0 + qq % st_hx - 1, g.nx, mode);
-          const idx_t my = map_fast(y0 + qq / st_hx - 1, g.ny, mode);
-          off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
-        }
-        // Loads of planes za and zb into registers (issued now, consumed by `sort`), so that
-        // the next planes are in flight while the current ones are merged.
-        auto fetch = [&](idx_t za, idx_t zb, T(&v)[md_slots]) {
-          const idx_t ma = map_fast(za, g.nz, mode), mb = map_fast(zb, g.nz, mode);
-#pragma unroll
-          for (int i = 0; i < md_slots; ++i) {
-            if (dst[i] < 0) continue;
-            const idx_t mz = dst[i] < st_halo ? ma : mb;
-            v[i] = (off[i] < 0 || mz < 0) ? cval : in[mz * slice + off[i]];
-          }
-        };
-        // Stores fetched planes and sorts their y-triples into sc (both barriers inside).
-        auto sort = [&](const T(&v)[md_slots]) {
-#pragma unroll
-          for (int i = 0; i < md_slots; ++i)
-            if (dst[i] >= 0) (&sp[0][0][0])[dst[i]] = v[i];
-          __syncthreads();
-          for (int q = t; q < 2 * st_ty * st_hx; q += st_threads) {
-            const int p = q / (st_ty * st_hx), rem = q % (st_ty * st_hx);
-            const int r = rem / st_hx, c = rem % st_hx;
-            T s3[3];
-            sort3(sp[p][r][c], sp[p][r + 1][c], sp[p][r + 2][c], s3);
-            sc[p][0][r][c] = s3[0];
-            sc[p][1][r][c] = s3[1];
-            sc[p][2][r][c] = s3[2];
-          }
-          __syncthreads();
-        };
-        // The sorted 3x3 window of plane p (0, 1) at this thread's output column. sc stays valid
-        // until the next `sort` passes its first barrier.
-        auto window = [&](int p, T(&w)[9]) {
-          T a[3], b[3], c[3];
-#pragma unroll
-          for (int k = 0; k < 3; ++k) {
-            a[k] = sc[p][k][ty][tx];
-            b[k] = sc[p][k][ty][tx + 1];
-            c[k] = sc[p][k][ty][tx + 2];
-          }
-          merge_3x3(a, b, c, w);
-        };
-
-        const idx_t gx = x0 + tx, gy = y0 + ty;
-        const bool store = gx < g.nx && gy < g.ny;
-        const idx_t col = gy * g.nx + gx;
-        // Sorted planes in registers: below (z - 1), mid (z) and the newest; at most three and
-        // the 10 merged ranks are live at a time.
-        T below[9], mid[9], next[9], m[10], pf[md_slots];
-        fetch(zs - 1, zs, pf);
-        sort(pf);
-        window(0, below);
-        window(1, mid);
-        fetch(zs + 1, zs + 2, pf);
-        for (idx_t z = zs; z < ze; z += 2) {
-          sort(pf);                                 // planes z + 1, z + 2
-          if (z + 2 < ze) fetch(z + 3, z + 4, pf);  // in flight during the merges below
-          window(0, next);                          // plane z + 1
-          merge_9x9_mid(mid, next, m);              // planes z, z + 1: shared by outputs z, z + 1
-          if (store) out[z * slice + col] = kth14(m, below);
-#pragma unroll
-          for (int k = 0; k < 9; ++k) below[k] = next[k];
-          window(1, next);  // plane z + 2
-          if (store && z + 1 < ze) out[(z + 1) * slice + col] = kth14(m, next);
-#pragma unroll
-          for (int k = 0; k < 9; ++k) mid[k] = next[k];
-        }
-      }
+    for (int i = 0; i < md_slots; ++i) {
+      const int q = t + i * st_threads;
+      const int qq = q % st_halo;
+      dst[i] = q < 2 * st_halo ? q : -1;
+      const idx_t mx = map_fast(x0 + qq % st_hx - 1, g.nx, mode);
+      const idx_t my = map_fast(y0 + qq / st_hx - 1, g.ny, mode);
+      off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
     }
-  }
+    // Loads of planes za and zb into registers (issued now, consumed by `sort`), so that
+    // the next planes are in flight while the current ones are merged.
+    auto fetch = [&](idx_t za, idx_t zb, T(&v)[md_slots]) {
+      const idx_t ma = map_fast(za, g.nz, mode), mb = map_fast(zb, g.nz, mode);
+#pragma unroll
+      for (int i = 0; i < md_slots; ++i) {
+        if (dst[i] < 0) continue;
+        const idx_t mz = dst[i] < st_halo ? ma : mb;
+        v[i] = (off[i] < 0 || mz < 0) ? cval : in[mz * slice + off[i]];
+      }
+    };
+    // Stores fetched planes and sorts their y-triples into sc (both barriers inside).
+    auto sort = [&](const T(&v)[md_slots]) {
+#pragma unroll
+      for (int i = 0; i < md_slots; ++i)
+        if (dst[i] >= 0) (&sp[0][0][0])[dst[i]] = v[i];
+      __syncthreads();
+      for (int q = t; q < 2 * st_ty * st_hx; q += st_threads) {
+        const int p = q / (st_ty * st_hx), rem = q % (st_ty * st_hx);
+        const int r = rem / st_hx, c = rem % st_hx;
+        T s3[3];
+        sort3(sp[p][r][c], sp[p][r + 1][c], sp[p][r + 2][c], s3);
+        sc[p][0][r][c] = s3[0];
+        sc[p][1][r][c] = s3[1];
+        sc[p][2][r][c] = s3[2];
+      }
+      __syncthreads();
+    };
+    // The sorted 3x3 window of plane p (0, 1) at this thread's output column. sc stays valid
+    // until the next `sort` passes its first barrier.
+    auto window = [&](int p, T(&w)[9]) {
+      T a[3], b[3], c[3];
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {
+        a[k] = sc[p][k][ty][tx];
+        b[k] = sc[p][k][ty][tx + 1];
+        c[k] = sc[p][k][ty][tx + 2];
+      }
+      merge_3x3(a, b, c, w);
+    };
+
+    const idx_t gx = x0 + tx, gy = y0 + ty;
+    const bool store = gx < g.nx && gy < g.ny;
+    const idx_t col = gy * g.nx + gx;
+    // Sorted planes in registers: below (z - 1), mid (z) and the newest; at most three and
+    // the 10 merged ranks are live at a time.
+    T below[9], mid[9], next[9], m[10], pf[md_slots];
+    fetch(zs - 1, zs, pf);
+    sort(pf);
+    window(0, below);
+    window(1, mid);
+    fetch(zs + 1, zs + 2, pf);
+    for (idx_t z = zs; z < ze; z += 2) {
+      sort(pf);                                 // planes z + 1, z + 2
+      if (z + 2 < ze) fetch(z + 3, z + 4, pf);  // in flight during the merges below
+      window(0, next);                          // plane z + 1
+      merge_9x9_mid(mid, next, m);              // planes z, z + 1: shared by outputs z, z + 1
+      if (store) out[z * slice + col] = kth14(m, below);
+#pragma unroll
+      for (int k = 0; k < 9; ++k) below[k] = next[k];
+      window(1, next);  // plane z + 2
+      if (store && z + 1 < ze) out[(z + 1) * slice + col] = kth14(m, next);
+#pragma unroll
+      for (int k = 0; k < 9; ++k) mid[k] = next[k];
+    }
+  });
 }
 
 template <class T>
