@@ -145,6 +145,12 @@ int main(int argc, char** argv) {
   std::printf("RESULT ops copy_reference f32 ms=%.4f GBps=%.1f frac=1.000 streams=%d\n", copy_ms,
               copy_gbps, n_streams);
 
+  // The harness alone: the fork to every stream of the set and the join back, with no op in
+  // between. Every figure below includes it (a few µs on one stream, more on 32).
+  const float empty_ms = t.median(reps, [](int) {});
+  std::printf("%-34s %-4s %9.3f ms  (fork and join, no op)\n", "timing harness", "-", empty_ms);
+  std::printf("RESULT ops harness_empty - ms=%.4f streams=%d\n", empty_ms, n_streams);
+
   for (auto& [name, fn] : families()) fn(ctx);
   for (const auto& c : ctx.cases) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;

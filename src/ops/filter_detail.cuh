@@ -398,10 +398,11 @@ VOX_HD inline void sort3(V a, V b, V c, V (&out)[3]) {
   out[2] = vmax(t, hi);
 }
 
-// Three sorted triples -> the sorted 9 (36 min/max). Generated: Batcher odd-even merges with the
-// +inf padding removed and unused comparators pruned; checked on all 0-1 inputs and at random.
+// Two sorted triples -> their sorted 6 (12 min/max). With merge_6_3 below: Batcher odd-even
+// merges with the +inf padding removed and unused comparators pruned, generated and checked on
+// all 0-1 inputs and at random.
 template <class V>
-VOX_HD inline void merge_3x3(const V (&a)[3], const V (&b)[3], const V (&c)[3], V (&out)[9]) {
+VOX_HD inline void merge_3_3(const V (&a)[3], const V (&b)[3], V (&out)[6]) {
   const V t1 = vmin(a[0], b[0]);
   const V t2 = vmax(a[0], b[0]);
   const V t3 = vmin(a[2], b[2]);
@@ -410,43 +411,50 @@ VOX_HD inline void merge_3x3(const V (&a)[3], const V (&b)[3], const V (&c)[3], 
   const V t6 = vmax(t3, t2);
   const V t7 = vmin(a[1], b[1]);
   const V t8 = vmax(a[1], b[1]);
-  const V t9 = vmin(t7, t5);
-  const V t10 = vmax(t7, t5);
-  const V t11 = vmin(t8, t6);
-  const V t12 = vmax(t8, t6);
-  const V t13 = vmin(t1, c[0]);
-  const V t14 = vmax(t1, c[0]);
-  const V t15 = vmin(t12, t14);
-  const V t16 = vmax(t12, t14);
-  const V t17 = vmin(t10, c[2]);
-  const V t18 = vmax(t10, c[2]);
+  out[0] = t1;
+  out[1] = vmin(t7, t5);
+  out[2] = vmax(t7, t5);
+  out[3] = vmin(t8, t6);
+  out[4] = vmax(t8, t6);
+  out[5] = t4;
+}
+
+// A sorted 6 and a sorted triple -> the sorted 9 (24 min/max).
+template <class V>
+VOX_HD inline void merge_6_3(const V (&s)[6], const V (&c)[3], V (&out)[9]) {
+  const V t13 = vmin(s[0], c[0]);
+  const V t14 = vmax(s[0], c[0]);
+  const V t15 = vmin(s[4], t14);
+  const V t16 = vmax(s[4], t14);
+  const V t17 = vmin(s[2], c[2]);
+  const V t18 = vmax(s[2], c[2]);
   const V t19 = vmin(t17, t15);
   const V t20 = vmax(t17, t15);
   const V t21 = vmin(t18, t16);
   const V t22 = vmax(t18, t16);
-  const V t23 = vmin(t9, c[1]);
-  const V t24 = vmax(t9, c[1]);
-  const V t25 = vmin(t4, t24);
-  const V t26 = vmax(t4, t24);
-  const V t27 = vmin(t11, t25);
-  const V t28 = vmax(t11, t25);
-  const V t29 = vmin(t23, t19);
-  const V t30 = vmax(t23, t19);
-  const V t31 = vmin(t27, t20);
-  const V t32 = vmax(t27, t20);
-  const V t33 = vmin(t28, t21);
-  const V t34 = vmax(t28, t21);
-  const V t35 = vmin(t26, t22);
-  const V t36 = vmax(t26, t22);
+  const V t23 = vmin(s[1], c[1]);
+  const V t24 = vmax(s[1], c[1]);
+  const V t25 = vmin(s[5], t24);
+  const V t26 = vmax(s[5], t24);
+  const V t27 = vmin(s[3], t25);
+  const V t28 = vmax(s[3], t25);
   out[0] = t13;
-  out[1] = t29;
-  out[2] = t30;
-  out[3] = t31;
-  out[4] = t32;
-  out[5] = t33;
-  out[6] = t34;
-  out[7] = t35;
-  out[8] = t36;
+  out[1] = vmin(t23, t19);
+  out[2] = vmax(t23, t19);
+  out[3] = vmin(t27, t20);
+  out[4] = vmax(t27, t20);
+  out[5] = vmin(t28, t21);
+  out[6] = vmax(t28, t21);
+  out[7] = vmin(t26, t22);
+  out[8] = vmax(t26, t22);
+}
+
+// Three sorted triples -> the sorted 9 (36 min/max).
+template <class V>
+VOX_HD inline void merge_3x3(const V (&a)[3], const V (&b)[3], const V (&c)[3], V (&out)[9]) {
+  V s[6];
+  merge_3_3(a, b, s);
+  merge_6_3(s, c, out);
 }
 
 // Two sorted 9-lists -> ranks 5..14 (1-based) of their merge (48 min/max). Generated as above;
