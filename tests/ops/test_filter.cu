@@ -493,7 +493,8 @@ TEST(FilterTiles, InteriorAndBorderTilesOfTheFusedStencil) {
   // for blocks whose haloed tile and z range lie inside the volume. 97 x 101 x 41 on 3 streams
   // has such blocks (x tiles 1-2, y tiles 1-2, the inner z chunks) next to border blocks on every
   // side, a partial last tile in x (7 columns) and in y (5 rows), so both paths and their seams
-  // are compared with the reference in every mode.
+  // are compared with the reference in every mode. The median's 3x3x3 kernel takes 32 x 8 tiles:
+  // four x tiles, the last with one column, and 13 y tiles, the last with 5 rows.
   const extent3 e{97, 101, 41};
   for (border m : all_modes) {
     for (int dims : {2, 3}) {
@@ -506,12 +507,17 @@ TEST(FilterTiles, InteriorAndBorderTilesOfTheFusedStencil) {
         check_sobel<float>(e, which, opts(m, dims, 1.5), three, 205 + static_cast<unsigned>(which));
       }
       check_sobel<std::uint16_t>(e, 3, opts(m, dims, 4.0), three, 209);
+      check_median<float>(e, 3, opts(m, dims, 1.5), three, 212);
     }
+    check_median<std::uint16_t>(e, 3, opts(m, 3, 9.0), three, 213);
+    check_median<std::uint8_t>(e, 3, opts(m, 3, 7.0), three, 214);
   }
   // One stream: a single slab whose chunks run the whole depth.
   const stream_config one{1, vox::slice_mapping::contiguous};
   check_box<float>(box_op::uniform, e, 3, opts(border::reflect, 3), one, 210);
   check_sobel<float>(e, 3, opts(border::nearest, 3), one, 211);
+  check_median<float>(e, 3, opts(border::reflect, 3), one, 215);
+  check_median<std::int32_t>(e, 3, opts(border::wrap, 3), one, 216);
 }
 
 TEST(FilterTiles, AlignedRowsTakeTheVectorAndSharedMemoryPaths) {
