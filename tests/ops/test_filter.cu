@@ -493,8 +493,9 @@ TEST(FilterTiles, InteriorAndBorderTilesOfTheFusedStencil) {
   // for blocks whose haloed tile and z range lie inside the volume. 97 x 101 x 41 on 3 streams
   // has such blocks (x tiles 1-2, y tiles 1-2, the inner z chunks) next to border blocks on every
   // side, a partial last tile in x (7 columns) and in y (5 rows), so both paths and their seams
-  // are compared with the reference in every mode. The median's 3x3x3 kernel takes 32 x 8 tiles:
-  // four x tiles, the last with one column, and 13 y tiles, the last with 5 rows.
+  // are compared with the reference in every mode. The median's 3x3x3 kernels take 64 x 8 tiles
+  // (4-byte voxels and smaller; the last x tile has 33 columns, so its last thread writes one of
+  // its two) and 32 x 8 (8-byte voxels).
   const extent3 e{97, 101, 41};
   for (border m : all_modes) {
     for (int dims : {2, 3}) {
