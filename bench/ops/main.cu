@@ -29,7 +29,8 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-// Times `enqueue` between events on a timing stream joined to every stream of the set.
+// Times `enqueue` between events on a timing stream joined to every stream of the set: from
+// just before the op's first call to the join of every stream after it.
 struct timer {
   vox::stream_set& set;
   cudaStream_t timing{};
@@ -45,10 +46,12 @@ struct timer {
   }
   double host_us{0};  // host time of the last enqueue
   float once(const std::function<void()>& enqueue) {
-    check(cudaEventRecord(start, timing), "record");
+    // The fork is the harness's, not the op's: `start` is recorded after the host has made the
+    // set's streams wait on it (the timing stream is idle here, so `start` completes at once).
     check(cudaEventRecord(fork, timing), "record");
     for (std::size_t i = 0; i < set.size(); ++i)
       check(cudaStreamWaitEvent(set.stream(i).value(), fork, 0), "wait");
+    check(cudaEventRecord(start, timing), "record");
     const auto h0 = std::chrono::steady_clock::now();
     enqueue();
     host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0)
@@ -145,10 +148,10 @@ int main(int argc, char** argv) {
   std::printf("RESULT ops copy_reference f32 ms=%.4f GBps=%.1f frac=1.000 streams=%d\n", copy_ms,
               copy_gbps, n_streams);
 
-  // The harness alone: the fork to every stream of the set and the join back, with no op in
-  // between. Every figure below includes it (a few µs on one stream, more on 32).
+  // The harness alone: the join of every stream of the set, with no op before it. Every figure
+  // below includes it (a few µs on one stream, more on 32).
   const float empty_ms = t.median(reps, [](int) {});
-  std::printf("%-34s %-4s %9.3f ms  (fork and join, no op)\n", "timing harness", "-", empty_ms);
+  std::printf("%-34s %-4s %9.3f ms  (join, no op)\n", "timing harness", "-", empty_ms);
   std::printf("RESULT ops harness_empty - ms=%.4f streams=%d\n", empty_ms, n_streams);
 
   for (auto& [name, fn] : families()) fn(ctx);
