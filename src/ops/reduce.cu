@@ -175,31 +175,44 @@ __global__ void slice_combine_kernel(const double* __restrict__ part, std::size_
 }
 #endif
 
+/// Parts per slice when reduce_slab_slices reduces `slices` slices of `slice` voxels: at least
+/// 4096 voxels per block, and about four resident waves of blocks over the slab.
+inline std::size_t slice_parts(std::size_t slice, std::size_t slices, const char* op) {
+#if VOX_BACKEND_CUDA
+  const std::size_t want = (4 * sm_count(op) * (2048 / slice_threads) + slices - 1) / slices;
+  return std::max<std::size_t>(1,
+                               std::min<std::size_t>({want, (slice + 4095) / 4096, max_grid_x}));
+#else
+  (void)slice;
+  (void)slices;
+  (void)op;
+  return 1;
+#endif
+}
+
 /// Reduces `slices` consecutive slices of `slice` voxels at `in` into out[0, slices) on `s`:
-/// each slice is split into parts reduced by one block each (enough blocks to fill the device
-/// whatever the slab's depth), then one warp per slice merges its parts. Deterministic.
+/// each slice is split into slice_parts(...) parts reduced by one block each into `part`
+/// (enough blocks to fill the device whatever the slab's depth), then one warp per slice merges
+/// its parts. Deterministic.
 template <class T>
 void reduce_slab_slices(stream_view s, const T* in, std::size_t slice, std::size_t slices,
-                        double* out, slice_reduction r, const char* op) {
+                        double* part, double* out, slice_reduction r, const char* op) {
 #if VOX_BACKEND_CUDA
-  // At least 4096 voxels per block; about four resident waves of blocks over the slab.
-  const std::size_t want = (4 * sm_count(op) * (2048 / slice_threads) + slices - 1) / slices;
-  const std::size_t parts = std::max<std::size_t>(
-      1, std::min<std::size_t>({want, (slice + 4095) / 4096, max_grid_x}));
-  device_buffer<double> part(parts * slices, s);
+  const std::size_t parts = slice_parts(slice, slices, op);
   for (std::size_t z0 = 0; z0 < slices; z0 += max_grid_yz) {  // grid y: at most 65535 slices
     const std::size_t n = std::min<std::size_t>(slices - z0, max_grid_yz);
     slice_partial_kernel<T><<<dim3(static_cast<unsigned>(parts), static_cast<unsigned>(n), 1),
                               slice_threads, 0, s.value()>>>(in + z0 * slice, slice, r,
-                                                             part.data() + z0 * parts);
+                                                             part + z0 * parts);
     check_launch(op);
   }
   constexpr unsigned warps = 8;
   slice_combine_kernel<<<static_cast<unsigned>((slices + warps - 1) / warps), warps * 32, 0,
-                         s.value()>>>(part.data(), parts, slices, slice, r, out);
+                         s.value()>>>(part, parts, slices, slice, r, out);
   check_launch(op);
 #else
   (void)s;
+  (void)part;
   (void)op;
   const auto m = static_cast<std::ptrdiff_t>(slices);
 #pragma omp parallel for schedule(static)
@@ -308,12 +321,24 @@ void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out
                   r == slice_reduction::mean,
               op, "unknown reduction");
   const std::size_t slice = in.extent().slice_voxels();
+  const std::size_t slices = in.extent().z;
+  // The plan of the whole-volume reductions: per slab only for slabs of at least
+  // reduction_slab_bytes(); one scratch for every slab's partials, allocated once on the first
+  // slab's stream (an allocation per slab and stream cost about 35 us of host time each on an
+  // H200 host, more than the slab's work).
+  const std::vector<slab> plan = iops::reduction_plan(streams, slices, slice * sizeof(T));
+  std::vector<std::size_t> offset(plan.size() + 1, 0);
+  for (std::size_t i = 0; i < plan.size(); ++i)
+    offset[i + 1] = offset[i] + iops::slice_parts(slice, plan[i].depth(), op) * plan[i].depth();
+  iops::scratch<double> part(streams, plan.front().stream, offset.back(), slices, false, op);
   const T* src = in.data();
   double* dst = out.data();
-  exec::run_op(streams, op, streams.plan(in.extent().z), {read(in), write(out)},
+  double* parts = part.data();
+  exec::run_op(streams, op, plan, {read(in), write(out), part.slabs(exec::access_mode::write)},
                [&](stream_view s, const slab& w) {
-                 iops::reduce_slab_slices(s, src + w.z0 * slice, slice, w.depth(), dst + w.z0, r,
-                                          op);
+                 const std::size_t i = iops::slab_index(plan, w.z0);
+                 iops::reduce_slab_slices(s, src + w.z0 * slice, slice, w.depth(),
+                                          parts + offset[i], dst + w.z0, r, op);
                });
 }
 

@@ -45,11 +45,11 @@ bool event_done(native_event e, const char* op);
 void copy_result_to_host(void* dst, const void* src, std::size_t bytes, const char* op);
 }  // namespace detail
 
-/// @brief Sets the slab size in bytes from which whole-volume reductions, vox::histogram and
-///        vox::normalize reduce each slab on its own stream (see the file comment); below it they
-///        read the whole volume in one launch on the set's first stream. 0: always per slab;
-///        SIZE_MAX: never. Default 64 MiB. Returns the previous value. Thread-safe; affects ops
-///        enqueued afterwards.
+/// @brief Sets the slab size in bytes from which whole-volume reductions, vox::reduce_slices,
+///        vox::histogram and vox::normalize reduce each slab on its own stream (see the file
+///        comment); below it they read the whole volume in one launch on the set's first
+///        stream. 0: always per slab; SIZE_MAX: never. Default 64 MiB. Returns the previous
+///        value. Thread-safe; affects ops enqueued afterwards.
 std::size_t set_reduction_slab_bytes(std::size_t bytes) noexcept;
 /// @brief The current threshold (see vox::set_reduction_slab_bytes).
 [[nodiscard]] std::size_t reduction_slab_bytes() noexcept;
@@ -190,17 +190,21 @@ async_value<extremum<T>> argmax(stream_set& streams, const volume<T>& in);
 enum class slice_reduction : std::uint8_t { min, max, sum, mean };
 
 /// @brief Extent of the result of vox::reduce_slices over a volume of extent `e`: {1, 1, e.z}.
-///        Slice z of the result holds slice z's value, so the result's ledger follows the
-///        input's slabs and a later per-slab op on it needs no cross-stream wait.
+///        Slice z of the result holds slice z's value, so with per-slab reduction the result's
+///        ledger follows the input's slabs and a later per-slab op on it needs no cross-stream
+///        wait.
 [[nodiscard]] inline extent3 slice_reduction_extent(const extent3& e) noexcept {
   return extent3{1, 1, e.z};
 }
 
 /// @brief out(0, 0, z) = the reduction of slice z of `in`, in double (min/max ignore NaN and
-///        give ±inf for a slice of only NaNs). Per slab, on the slab's stream: every slice
-///        is split into parts reduced by one block each, then one warp per slice merges them
-///        in a fixed order (deterministic). Asynchronous. Throws vox::invalid_argument, with
-///        `out` untouched, if a volume is empty or out's extent is not {1, 1, in.z}.
+///        give ±inf for a slice of only NaNs). Planned as the whole-volume reductions: per
+///        slab on the slab's stream when the slabs are at least vox::reduction_slab_bytes(),
+///        otherwise one launch over every slice on the set's first stream. Every slice is split
+///        into parts reduced by one block each, then one warp per slice merges them in a fixed
+///        order (deterministic). The partials of all slabs share one scratch allocation on the
+///        set's first stream. Asynchronous. Throws vox::invalid_argument, with `out` untouched,
+///        if a volume is empty or out's extent is not {1, 1, in.z}.
 template <class T>
 void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out,
                    slice_reduction r);
