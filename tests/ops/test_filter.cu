@@ -667,6 +667,43 @@ TEST(FilterStreams, StencilWaitsOnlyOnNeighbouringSlabs) {
                32e-5 * scale_of(h, 0.0), e);
 }
 
+TEST(FilterStreams, DeepSlabsOfLargeSlicesEqualOneStream) {
+  // Slices whose tiles fill the device (512 x 256) take deeper slabs and chunks: the 3x3x3
+  // median 64 slices, the 3D Gaussian's xy pass the z pass's slabs (8 rz). 131 slices on 4
+  // streams: slabs of 65 and 66, chunks of 64 and a remainder, halos across every slab. The
+  // result must equal the one-stream run (one slab, chunks of 128) voxel for voxel; that run
+  // is checked against the double reference by the tests above on smaller volumes.
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the deep plans are the cuda kernels' (17M voxels)";
+  const extent3 e{512, 256, 131};
+  vox::stream_set one(1), four(4);
+  auto run = [&](vox::stream_set& s, auto tag, auto&& op) {
+    using T = decltype(tag);
+    const std::vector<T> h = random_voxels<T>(e, 91);
+    const vox::volume<T> in = make_volume(s, e, h);
+    vox::volume<T> out = poisoned<T>(s, e);
+    op(s, in, out);
+    return fetch(s, out);
+  };
+  for (const border m : {border::reflect, border::constant}) {
+    const vox::filter_options o = opts(m, 3, 0.5);
+    SCOPED_TRACE(describe(o));
+    auto median = [&](vox::stream_set& s, const auto& in, auto& out) {
+      vox::median(s, in, out, 3, o);
+    };
+    EXPECT_TRUE(run(one, float{}, median) == run(four, float{}, median));
+    EXPECT_TRUE(run(one, std::uint16_t{}, median) == run(four, std::uint16_t{}, median));
+    auto gauss = [&](vox::stream_set& s, const auto& in, auto& out) {
+      vox::gaussian(s, in, out, 2.0, o);
+    };
+    const std::vector<float> g1 = run(one, float{}, gauss);
+    const std::vector<float> g4 = run(four, float{}, gauss);
+    ASSERT_EQ(g1.size(), g4.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < g1.size(); ++i) differ += !(std::fabs(g1[i] - g4[i]) <= 1e-4f);
+    EXPECT_EQ(differ, 0u);
+  }
+}
+
 // ---- shapes at the edges: one slice, one voxel, windows larger than the volume ---------------
 
 TEST(FilterEdges, TinyVolumesInEveryMode) {
