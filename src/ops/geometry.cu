@@ -1,5 +1,6 @@
 #include <voxstream/ops/geometry.hpp>
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <string>
@@ -185,7 +186,12 @@ void permute(stream_set& streams, const volume<T>& in, volume<T>& out, axis_perm
     // Input x feeds output axis k (1 or 2); m is the other one.
     const int k = axes[1] == 0 ? 1 : 2;
     const int m = 3 - k;
-    exec::run_op(streams, op, streams.plan(eo.z), {read_all(in), write(out)},
+    // When input x feeds output z, a slab of d output slices reads runs of d voxels of each
+    // input row: slabs of at least 256 bytes of them (64 float) keep those reads whole DRAM
+    // bursts (slabs of 16 on 32 streams, 64-byte runs, took 0.89 ms for 512^3 float on an H200
+    // against 0.49 ms with 64).
+    const std::size_t min_depth = k == 2 ? std::max<std::size_t>(1, 256 / sizeof(T)) : 1;
+    exec::run_op(streams, op, streams.plan(eo.z, min_depth), {read_all(in), write(out)},
                  [&](stream_view s, const slab& w) {
                    const std::size_t lo[3] = {0, 0, w.z0};
                    const std::size_t hi[3] = {eo.x, eo.y, w.z1};

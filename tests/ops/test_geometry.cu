@@ -391,6 +391,30 @@ TYPED_TEST(GeometryTyped, PermuteRoundTripAcrossStreamSets) {
   expect_equal(fetch(s, d), h, odd);
 }
 
+TYPED_TEST(GeometryTyped, PermuteFromXToZTakesSlabsOfAtLeast256Bytes) {
+  using T = TypeParam;
+  // Input x feeds output z: each slab reads runs of its depth from every input row, so the
+  // plan asks for slabs of at least 256 bytes of voxels (64 float, 256 uint8): on 32 streams,
+  // 300 output slices make min(32, 300 / depth) slabs, each ending on another stream's.
+  const extent3 e{300, 7, 5};
+  const std::size_t depth = std::max<std::size_t>(1, 256 / sizeof(T));
+  const std::size_t slabs = std::max<std::size_t>(1, std::min<std::size_t>(32, e.x / depth));
+  auto s = make_set({32, vox::slice_mapping::contiguous});
+  const auto h = random_voxels<T>(e, 15);
+  const auto in = make_volume(s, e, h);
+  for (const vox::axis_permutation& a : {vox::axis_permutation{2, 1, 0}, {1, 2, 0}}) {
+    SCOPED_TRACE("axes {" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ", " +
+                 std::to_string(a[2]) + "}");
+    const extent3 eo = vox::permuted_extent(e, a);
+    vox::volume<T> out(s, eo, poison<T>());
+    s.synchronize();
+    s.reset_counters();
+    vox::permute(s, in, out, a);
+    EXPECT_EQ(s.events_recorded(), slabs);
+    expect_equal(fetch(s, out), ref_permute(h, e, a), eo);
+  }
+}
+
 TYPED_TEST(GeometryTyped, CropMatchesReference) {
   using T = TypeParam;
   struct tcase {
