@@ -228,6 +228,11 @@ if ((BENCH)); then
   # The same ops on a one-stream set (the table above is on 32 streams): RESULT lines say which.
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
     step bench_ops_1_stream "$LOG_BENCH" 120 "$BUILD/bench/ops/bench_ops" --streams 1
+  # What the host spends enqueuing a few ops on 32 streams: their CUDA runtime calls, recorded
+  # by a timeline with api_calls (RESULT ops_api lines, in the summary).
+  need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
+    step bench_ops_api "$LOG_BENCH" 90 "$BUILD/bench/ops/bench_ops" --api \
+      --filter "threshold|median size=3|sum|gaussian sigma=2"
   need bench_small_slices "$LOG_BENCH" "$BUILD/bench/bench_small_slices" &&
     step bench_small_slices "$LOG_BENCH" 150 "$BUILD/bench/bench_small_slices"
   if [[ -x "$BUILD/bench/bench_stream" ]]; then

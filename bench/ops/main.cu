@@ -1,5 +1,9 @@
 // bench_ops main: see bench_ops.hpp.
-// Usage: bench_ops [--reps N] [--filter SUBSTRING] [--streams N (default 32)]
+// Usage: bench_ops [--reps N] [--filter SUBSTRING[|SUBSTRING...]] [--streams N (default 32)]
+//                  [--api]
+// --api: after timing each case, runs it once more under a vox::profile::timeline that records
+// the CUDA runtime calls, and prints a "RESULT ops_api" line: the host time of the calls and
+// the three that took longest (what the host spends enqueuing the op).
 #include "bench_ops.hpp"
 
 #include <cuda_runtime.h>
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include <voxstream/exec/launch.hpp>
+#include <voxstream/profile/timeline.hpp>
 
 namespace voxbench {
 namespace {
@@ -94,8 +99,10 @@ int main(int argc, char** argv) {
   int reps = 20;
   std::string filter;
   int n_streams = 32;
+  bool api = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--api") api = true;
     if (a == "--reps" && i + 1 < argc) reps = std::max(20, std::atoi(argv[++i]));
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--streams" && i + 1 < argc) n_streams = std::max(1, std::atoi(argv[++i]));
@@ -155,8 +162,21 @@ int main(int argc, char** argv) {
   std::printf("RESULT ops harness_empty - ms=%.4f streams=%d\n", empty_ms, n_streams);
 
   for (auto& [name, fn] : families()) fn(ctx);
+  // --filter "a|b": cases whose name contains a or b.
+  std::vector<std::string> wanted;
+  for (std::size_t p = 0; !filter.empty();) {
+    const std::size_t bar = filter.find('|', p);
+    wanted.push_back(filter.substr(p, bar == std::string::npos ? std::string::npos : bar - p));
+    if (bar == std::string::npos) break;
+    p = bar + 1;
+  }
+  auto selected = [&](const std::string& name) {
+    return wanted.empty() || std::any_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
+             return name.find(w) != std::string::npos;
+           });
+  };
   for (const auto& c : ctx.cases) {
-    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    if (!selected(c.name)) continue;
     const float ms = t.median(reps, c.run);
     const double gbps = c.bytes / (ms * 1e6);
     std::printf("%-34s %-4s %9.3f ms %8.1f GB/s  %5.1f%% of copy\n", c.name.c_str(),
@@ -166,6 +186,26 @@ int main(int argc, char** argv) {
     std::printf("RESULT ops %s %s ms=%.4f GBps=%.1f frac=%.3f host_us=%.1f streams=%d\n",
                 key.c_str(), c.dtype.c_str(), ms, gbps, gbps / copy_gbps, t.median_host_us,
                 n_streams);
+    if (api) {
+      streams.synchronize();
+      vox::profile::timeline_options o;
+      o.api_calls = true;
+      vox::profile::timeline tl(streams, o);
+      c.run(reps);
+      tl.stop();
+      const vox::profile::timeline_stats st = tl.stats();
+      std::string top;
+      for (std::size_t k = 0; k < st.api.size() && k < 3; ++k) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, " %s=%zux%.2fus", st.api[k].name.c_str(), st.api[k].calls,
+                      static_cast<double>(st.api[k].total_ns) / 1e3 /
+                          static_cast<double>(std::max<std::size_t>(st.api[k].calls, 1)));
+        top += buf;
+      }
+      std::printf("RESULT ops_api %s %s api_us=%.1f calls=%zu kernels=%zu streams=%d%s\n",
+                  key.c_str(), c.dtype.c_str(), static_cast<double>(st.api_ns) / 1e3,
+                  st.api_calls, st.kernels, n_streams, top.c_str());
+    }
   }
   streams.synchronize();
   return 0;

@@ -40,6 +40,8 @@ const char* activity_kind_name(activity_kind k) noexcept {
       return "synchronization";
     case activity_kind::op:
       return "op";
+    case activity_kind::api:
+      return "api";
   }
   return "unknown";
 }
@@ -109,6 +111,7 @@ bool lane_before(const lane_key& a, const lane_key& b) {
 std::vector<lane_key> lanes_of(const std::vector<activity_record>& records, bool device_only) {
   std::map<std::uint64_t, std::int64_t> seen;
   for (const auto& r : records) {
+    if (r.kind == activity_kind::api) continue;  // threads, not streams
     if (device_only && r.kind == activity_kind::synchronization) continue;
     auto it = seen.find(r.stream);
     if (it == seen.end()) {
@@ -233,14 +236,18 @@ std::string timeline_stats::summary() const {
   const char* unit = host_ops ? "op slabs" : "kernels";
   std::string s = std::to_string(kernels) + " " + unit + " on " + std::to_string(streams.size()) +
                   (streams.size() == 1 ? " stream" : " streams");
-  if (kernels == 0) return s;
-  s += ", span " + human_time(static_cast<double>(span_ns)) + ", concurrency " +
-       fmt("%.2f", concurrency) + "x, at most " + std::to_string(max_concurrent) + " at once";
-  s += ", " + std::to_string(gaps) + (gaps == 1 ? " gap" : " gaps");
-  if (gaps > 0)
-    s += " (largest " + human_time(static_cast<double>(max_gap_ns)) + ", mean " +
-         human_time(mean_gap_ns) + ")";
-  if (host_waits > 0) s += ", " + std::to_string(host_waits) + " host waits";
+  if (kernels > 0) {
+    s += ", span " + human_time(static_cast<double>(span_ns)) + ", concurrency " +
+         fmt("%.2f", concurrency) + "x, at most " + std::to_string(max_concurrent) + " at once";
+    s += ", " + std::to_string(gaps) + (gaps == 1 ? " gap" : " gaps");
+    if (gaps > 0)
+      s += " (largest " + human_time(static_cast<double>(max_gap_ns)) + ", mean " +
+           human_time(mean_gap_ns) + ")";
+    if (host_waits > 0) s += ", " + std::to_string(host_waits) + " host waits";
+  }
+  if (api_calls > 0)
+    s += ", host API " + human_time(static_cast<double>(api_ns)) + " in " +
+         std::to_string(api_calls) + (api_calls == 1 ? " call" : " calls");
   return s;
 }
 
@@ -248,7 +255,16 @@ timeline_stats compute_stats(const std::vector<activity_record>& records) {
   timeline_stats st;
   std::vector<const activity_record*> work;
   bool kernels_seen = false;
+  std::map<std::string, api_summary> api;
   for (const auto& r : records) {
+    if (r.kind == activity_kind::api) {
+      api_summary& a = api[r.name];
+      a.name = r.name;
+      ++a.calls;
+      a.total_ns += r.duration_ns();
+      ++st.api_calls;
+      st.api_ns += r.duration_ns();
+    }
     if (r.kind == activity_kind::memcpy || r.kind == activity_kind::memset) ++st.copies;
     if (r.kind == activity_kind::synchronization && r.blocks_host) ++st.host_waits;
     if (r.is_work() && r.end_ns >= r.start_ns) {
@@ -256,6 +272,10 @@ timeline_stats compute_stats(const std::vector<activity_record>& records) {
       kernels_seen = kernels_seen || r.kind == activity_kind::kernel;
     }
   }
+  for (auto& [name, a] : api) st.api.push_back(std::move(a));
+  std::stable_sort(st.api.begin(), st.api.end(), [](const api_summary& a, const api_summary& b) {
+    return a.total_ns > b.total_ns;
+  });
   st.host_ops = !work.empty() && !kernels_seen;
   st.kernels = work.size();
   if (work.empty()) return st;
@@ -342,6 +362,17 @@ std::string chrome_trace_json(const std::vector<activity_record>& records) {
   const bool syncs = std::any_of(records.begin(), records.end(), [](const activity_record& r) {
     return r.kind == activity_kind::synchronization;
   });
+  // Calling threads of the api records, in order of first appearance: the threads of process 3.
+  std::vector<std::uint64_t> threads;
+  for (const auto& r : records)
+    if (r.kind == activity_kind::api &&
+        std::find(threads.begin(), threads.end(), r.stream) == threads.end())
+      threads.push_back(r.stream);
+  auto thread_of = [&](std::uint64_t t) {
+    return static_cast<std::size_t>(std::find(threads.begin(), threads.end(), t) -
+                                    threads.begin()) +
+           1;
+  };
 
   std::string o;
   o.reserve(256 + records.size() * 200);
@@ -365,6 +396,12 @@ std::string chrome_trace_json(const std::vector<activity_record>& records) {
     meta("process_name", 2, 0, "name", "host synchronisation", true);
     meta("process_sort_index", 2, 0, "sort_index", "2", false);
   }
+  if (!threads.empty()) {
+    meta("process_name", 3, 0, "name", "host: CUDA runtime calls", true);
+    meta("process_sort_index", 3, 0, "sort_index", "3", false);
+    for (std::size_t i = 0; i < threads.size(); ++i)
+      meta("thread_name", 3, i + 1, "name", "thread " + std::to_string(threads[i]), true);
+  }
   for (std::size_t i = 0; i < lanes.size(); ++i) {
     const std::string label = lane_label(lanes[i].index, lanes[i].stream);
     for (int pid = 1; pid <= (syncs ? 2 : 1); ++pid) {
@@ -374,14 +411,16 @@ std::string chrome_trace_json(const std::vector<activity_record>& records) {
   }
   for (const activity_record* r : in_start_order(records)) {
     const bool sync = r->kind == activity_kind::synchronization;
+    const bool call = r->kind == activity_kind::api;
     sep();
     o += "{\"name\":\"" +
          json_escape(r->kind == activity_kind::kernel ? display_name(r->name) : r->name) +
          "\",\"cat\":\"" + activity_kind_name(r->kind) +
          "\",\"ph\":\"X\",\"ts\":" + us3(r->start_ns - t0) + ",\"dur\":" + us3(r->duration_ns()) +
-         ",\"pid\":" + (sync ? "2" : "1") +
-         ",\"tid\":" + std::to_string(lane_of(lanes, r->stream) + 1) + ",\"args\":{";
-    o += "\"stream\":" + std::to_string(r->stream);
+         ",\"pid\":" + (call ? "3" : sync ? "2" : "1") + ",\"tid\":" +
+         std::to_string(call ? thread_of(r->stream) : lane_of(lanes, r->stream) + 1) +
+         ",\"args\":{";
+    o += (call ? "\"thread\":" : "\"stream\":") + std::to_string(r->stream);
     if (r->stream_index >= 0) o += ",\"stream_index\":" + std::to_string(r->stream_index);
     switch (r->kind) {
       case activity_kind::kernel:
@@ -396,6 +435,7 @@ std::string chrome_trace_json(const std::vector<activity_record>& records) {
         o += std::string(",\"blocks_host\":") + (r->blocks_host ? "true" : "false");
         break;
       case activity_kind::op:
+      case activity_kind::api:
         break;
     }
     o += ",\"correlation\":" + std::to_string(r->correlation) + "}}";
@@ -404,7 +444,8 @@ std::string chrome_trace_json(const std::vector<activity_record>& records) {
   o += "\n],\"otherData\":{\"generator\":\"voxstream\",\"summary\":\"" + json_escape(st.summary()) +
        "\",\"kernels\":" + std::to_string(st.kernels) + ",\"span_us\":" + us3(st.span_ns) +
        ",\"concurrency\":" + fmt("%.4f", st.concurrency) +
-       ",\"max_concurrent\":" + std::to_string(st.max_concurrent) + "}}\n";
+       ",\"max_concurrent\":" + std::to_string(st.max_concurrent) +
+       ",\"api_calls\":" + std::to_string(st.api_calls) + ",\"api_us\":" + us3(st.api_ns) + "}}\n";
   return o;
 }
 
@@ -442,7 +483,9 @@ std::string px(double v) { return fmt("%.2f", v); }
 std::string timeline_svg(const std::vector<activity_record>& records, const svg_options& opts) {
   std::vector<activity_record> drawn;
   for (const auto& r : records)
-    if (r.kind != activity_kind::synchronization && r.end_ns >= r.start_ns) drawn.push_back(r);
+    if (r.kind != activity_kind::synchronization && r.kind != activity_kind::api &&
+        r.end_ns >= r.start_ns)
+      drawn.push_back(r);
   const std::vector<lane_key> lanes = lanes_of(drawn, true);
   const timeline_stats st = compute_stats(records);
 
@@ -668,6 +711,20 @@ const char* memcpy_kind_name(std::uint8_t k) {
   }
 }
 
+// "cudaLaunchKernel" for CUPTI's "cudaLaunchKernel_v7000": the call as the user wrote it.
+std::string runtime_call_name(CUpti_CallbackId cbid) {
+  const char* n = nullptr;
+  if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &n) != CUPTI_SUCCESS || n == nullptr)
+    return "runtime call " + std::to_string(cbid);
+  std::string s(n);
+  const std::size_t v = s.rfind("_v");
+  if (v != std::string::npos && v + 2 < s.size() &&
+      std::all_of(s.begin() + static_cast<std::ptrdiff_t>(v) + 2, s.end(),
+                  [](char c) { return c >= '0' && c <= '9'; }))
+    s.erase(v);
+  return s;
+}
+
 void parse_record(cupti_sink& s, const CUpti_Activity* a) {
   activity_record r;
   switch (a->kind) {
@@ -742,6 +799,16 @@ void parse_record(cupti_sink& s, const CUpti_Activity* a) {
         default:
           r.name = "synchronization";
       }
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME: {
+      const auto* c = reinterpret_cast<const CUpti_ActivityAPI*>(a);
+      r.kind = activity_kind::api;
+      r.start_ns = c->start;
+      r.end_ns = c->end;
+      r.stream = c->threadId;
+      r.name = runtime_call_name(c->cbid);
+      r.correlation = c->correlationId;
       break;
     }
     default:
@@ -855,7 +922,7 @@ struct cupti_impl final : timeline::impl {
   std::vector<CUpti_ActivityKind> enabled;
   std::uint64_t start_ns{0};  // records before it (the priming) are dropped
 
-  void start(const stream_set* set) {
+  void start(const stream_set* set, const timeline_options& opts) {
     const char* op = "timeline";
     labels = set;
     std::lock_guard<std::mutex> lock(active_mutex());
@@ -884,6 +951,10 @@ struct cupti_impl final : timeline::impl {
       for (CUpti_ActivityKind k : recorded_kinds) {
         VOX_CUPTI_TRY(cuptiActivityEnable(k), op);
         enabled.push_back(k);
+      }
+      if (opts.api_calls) {
+        VOX_CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), op);
+        enabled.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
       }
       prime_cupti(op);
       VOX_CUPTI_TRY(cuptiGetTimestamp(&start_ns), op);
@@ -933,7 +1004,8 @@ struct cupti_impl final : timeline::impl {
                                  [&](const activity_record& r) {
                                    return r.start_ns < start_ns ||
                                           (ts == CUPTI_SUCCESS &&
-                                           r.kind == activity_kind::synchronization &&
+                                           (r.kind == activity_kind::synchronization ||
+                                            r.kind == activity_kind::api) &&
                                            r.start_ns >= stop_ns);
                                  }),
                   records.end());
@@ -1045,19 +1117,24 @@ struct host_impl final : timeline::impl, exec::op_observer {
 // ---------------------------------------------------------------------------- timeline
 
 namespace {
-std::unique_ptr<timeline::impl> start_timeline(const stream_set* set) {
+std::unique_ptr<timeline::impl> start_timeline(const stream_set* set,
+                                               const timeline_options& opts) {
 #if VOX_BACKEND_CUDA
   auto p = std::make_unique<cupti_impl>();
+  p->start(set, opts);
 #else
+  (void)opts;  // api_calls: the op records are host time already
   auto p = std::make_unique<host_impl>();
-#endif
   p->start(set);
+#endif
   return p;
 }
 }  // namespace
 
-timeline::timeline() : impl_(start_timeline(nullptr)) {}
-timeline::timeline(const stream_set& streams) : impl_(start_timeline(&streams)) {}
+timeline::timeline() : impl_(start_timeline(nullptr, {})) {}
+timeline::timeline(const timeline_options& opts) : impl_(start_timeline(nullptr, opts)) {}
+timeline::timeline(const stream_set& streams, const timeline_options& opts)
+    : impl_(start_timeline(&streams, opts)) {}
 
 timeline::~timeline() {
   try {

@@ -225,6 +225,70 @@ TEST(timeline_trace, chrome_json_parses_and_has_exact_events) {
   EXPECT_EQ(j.at("otherData").at("max_concurrent").num, 2);
 }
 
+// CUDA runtime calls (api records) on two host threads, with the sample's device records:
+// counted, summed per name (longest total first), kept out of the work statistics and the SVG,
+// and put in the trace as process 3 with one thread per calling thread.
+TEST(timeline_api, calls_are_summed_per_name_and_traced_apart_from_the_device) {
+  auto v = sample();
+  v.push_back(rec(activity_kind::api, 800, 805, 7001, -1, "cudaLaunchKernel"));
+  v.push_back(rec(activity_kind::api, 810, 816, 7001, -1, "cudaLaunchKernel"));
+  v.push_back(rec(activity_kind::api, 820, 821, 7001, -1, "cudaEventRecord"));
+  v.push_back(rec(activity_kind::api, 830, 850, 7002, -1, "cudaMallocFromPoolAsync"));
+  const auto st = vox::profile::compute_stats(v);
+  EXPECT_EQ(st.api_calls, 4u);
+  EXPECT_EQ(st.api_ns, 32u);
+  ASSERT_EQ(st.api.size(), 3u);
+  EXPECT_EQ(st.api[0].name, "cudaMallocFromPoolAsync");
+  EXPECT_EQ(st.api[0].calls, 1u);
+  EXPECT_EQ(st.api[0].total_ns, 20u);
+  EXPECT_EQ(st.api[1].name, "cudaLaunchKernel");
+  EXPECT_EQ(st.api[1].calls, 2u);
+  EXPECT_EQ(st.api[1].total_ns, 11u);
+  EXPECT_EQ(st.api[2].name, "cudaEventRecord");
+  // The work statistics are those of the sample alone.
+  const auto base = vox::profile::compute_stats(sample());
+  EXPECT_EQ(st.kernels, base.kernels);
+  EXPECT_EQ(st.span_ns, base.span_ns);
+  EXPECT_EQ(st.streams.size(), base.streams.size());
+  EXPECT_EQ(st.copies, base.copies);
+  EXPECT_NE(st.summary().find(", host API 32 ns in 4 calls"), std::string::npos)
+      << st.summary();
+  EXPECT_EQ(base.summary().find("host API"), std::string::npos);
+
+  const voxtest::json j = voxtest::parse_json(vox::profile::chrome_trace_json(v));
+  std::size_t calls = 0;
+  std::map<int, std::string> threads;  // (pid 3) tid -> name
+  for (const auto& e : j.at("traceEvents").arr) {
+    if (e.at("ph").str == "M") {
+      if (e.at("name").str == "thread_name" && e.at("pid").num == 3)
+        threads[static_cast<int>(e.at("tid").num)] = e.at("args").at("name").str;
+      continue;
+    }
+    if (e.at("cat").str != "api") continue;
+    ++calls;
+    EXPECT_EQ(e.at("pid").num, 3);
+    const double thread = e.at("args").at("thread").num;
+    EXPECT_EQ(e.at("tid").num, thread == 7001 ? 1 : 2);
+  }
+  EXPECT_EQ(calls, 4u);
+  EXPECT_EQ(threads[1], "thread 7001");
+  EXPECT_EQ(threads[2], "thread 7002");
+  EXPECT_EQ(j.at("otherData").at("api_calls").num, 4);
+  EXPECT_EQ(j.at("otherData").at("kernels").num, 4);
+  // The trace starts at the earliest record, now the first call (800 ns): the copy at 900 ns
+  // is at 0.1 us.
+  for (const auto& e : j.at("traceEvents").arr)
+    if (e.at("ph").str == "X" && e.at("cat").str == "memcpy") {
+      EXPECT_DOUBLE_EQ(e.at("ts").num, 0.1);
+    }
+
+  const voxtest::xml_summary x = voxtest::check_xml(vox::profile::timeline_svg(v));
+  EXPECT_EQ(x.classes.at("rect.k"), 4u);
+  EXPECT_EQ(x.classes.at("rect.c"), 1u);
+  EXPECT_EQ(x.classes.at("rect.lane"), 3u);  // no lane for the calling threads
+  EXPECT_EQ(std::string(vox::profile::activity_kind_name(activity_kind::api)), "api");
+}
+
 TEST(timeline_trace, empty_trace_is_valid_json) {
   const voxtest::json j = voxtest::parse_json(vox::profile::chrome_trace_json({}));
   std::size_t x = 0;

@@ -284,6 +284,40 @@ TEST(timeline_cuda, records_copies_and_library_kernels_and_writes_files) {
   fs::remove_all(d);
 }
 
+TEST(timeline_cuda, api_calls_show_the_host_cost_of_each_launch) {
+  vox::stream_set s(4);
+  vox::volume<float> a(s, {64, 64, 8});
+  vox::fill(s, a, 0.5f);  // warm-up
+  s.synchronize();
+  {
+    vox::profile::timeline plain(s);
+    vox::fill(s, a, 1.0f);
+    plain.stop();
+    EXPECT_EQ(plain.stats().api_calls, 0u) << "api records only when asked for";
+  }
+  vox::profile::timeline_options o;
+  o.api_calls = true;
+  vox::profile::timeline tl(s, o);
+  vox::fill(s, a, 2.0f);  // one launch and one event record per slab: 4 of each
+  tl.stop();
+  const auto st = tl.stats();
+  std::size_t launches = 0;
+  std::size_t records = 0;
+  for (const auto& c : st.api) {
+    if (c.name.rfind("cudaLaunchKernel", 0) == 0) launches += c.calls;
+    if (c.name == "cudaEventRecord") records += c.calls;
+    EXPECT_EQ(c.name.find("_v"), std::string::npos) << c.name << ": version suffix kept";
+  }
+  EXPECT_GE(launches, 4u);
+  EXPECT_GE(records, 4u);
+  EXPECT_GE(launches, st.kernels);
+  EXPECT_GT(st.api_ns, 0u);
+  // Its own stop (a device synchronisation) is not among the calls.
+  for (const auto& c : st.api) EXPECT_NE(c.name, "cudaDeviceSynchronize");
+  const voxtest::json j = voxtest::parse_json(vox::profile::chrome_trace_json(tl.records()));
+  EXPECT_EQ(count_x_events(j, "api"), st.api_calls);
+}
+
 TEST(timeline_cuda, host_waits_are_recorded_but_not_its_own) {
   vox::stream_set s(2);
   vox::volume<float> a(s, {32, 32, 2});

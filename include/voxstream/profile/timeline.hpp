@@ -4,8 +4,11 @@
 ///
 /// On the CUDA backend the timeline records, through the CUPTI activity API, every kernel
 /// (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, which does not serialise kernels), memcpy, memset and
-/// synchronisation of the process while it is open. On the host backend it records the host
-/// start and end (steady clock) of each slab of each voxstream op, which is what runs there.
+/// synchronisation of the process while it is open, and with timeline_options::api_calls every
+/// CUDA runtime call's host start and end (CUPTI_ACTIVITY_KIND_RUNTIME): that shows when the
+/// host, not the device, sets the pace (e.g. 32 slab launches of ~5 us each enqueue slower than
+/// a short op runs). On the host backend it records the host start and end (steady clock) of
+/// each slab of each voxstream op, which is what runs there.
 /// The statistics and both file formats are pure functions of the records, so they are the same
 /// on both backends and testable without a GPU.
 #pragma once
@@ -31,8 +34,9 @@ enum class activity_kind : std::uint8_t {
   memset,           ///< a memset (CUDA backend)
   synchronization,  ///< a host-side synchronisation or stream-wait call (CUDA backend)
   op,               ///< one slab of a voxstream op, run on the host (host backend)
+  api,              ///< a CUDA runtime call, timed on the host (timeline_options::api_calls)
 };
-/// @brief "kernel", "memcpy", "memset", "synchronization" or "op".
+/// @brief "kernel", "memcpy", "memset", "synchronization", "op" or "api".
 const char* activity_kind_name(activity_kind k) noexcept;
 
 /// @brief One recorded interval. Times are in ns on one clock (CUPTI's, or the host's steady
@@ -41,7 +45,8 @@ struct activity_record {
   activity_kind kind{activity_kind::kernel};
   std::uint64_t start_ns{0};
   std::uint64_t end_ns{0};
-  std::uint64_t stream{0};        ///< CUPTI stream id (CUDA) or voxstream stream id (host)
+  std::uint64_t stream{0};  ///< CUPTI stream id (CUDA), voxstream stream id (host), or the
+                            ///< calling thread's id (api records)
   std::int64_t stream_index{-1};  ///< index in the timeline's stream_set, or -1
   std::string name;               ///< demangled kernel name, "memcpy HtoD", the op, the API call
   dim3u grid{};                   ///< kernels only
@@ -66,6 +71,13 @@ struct stream_summary {
   std::uint64_t busy_ns{0};  ///< length of the union of their intervals
 };
 
+/// @brief CUDA runtime calls of one name (api records).
+struct api_summary {
+  std::string name;           ///< e.g. "cudaLaunchKernel"
+  std::size_t calls{0};       ///< how many
+  std::uint64_t total_ns{0};  ///< their summed host durations
+};
+
 /// @brief Statistics of the work records (kernels, or op slabs on the host backend).
 struct timeline_stats {
   std::size_t kernels{0};         ///< work records
@@ -82,8 +94,12 @@ struct timeline_stats {
   double mean_gap_ns{0};                ///< over the gaps counted in `gaps`
   std::vector<stream_summary> streams;  ///< streams with work, by stream index then stream id
   bool host_ops{false};                 ///< the work records are op slabs timed on the host
+  std::size_t api_calls{0};             ///< api records (CUDA runtime calls)
+  std::uint64_t api_ns{0};              ///< sum of their host durations
+  std::vector<api_summary> api;         ///< per call name, by total time (longest first)
   /// @brief One line, e.g. "32 kernels on 32 streams, span 241.3 us, concurrency 7.95x, at
-  ///        most 32 at once, largest gap 0 us".
+  ///        most 32 at once, largest gap 0 us" (and ", host API 180 us in 66 calls" with api
+  ///        records).
   [[nodiscard]] std::string summary() const;
 };
 
@@ -92,7 +108,8 @@ struct timeline_stats {
 
 /// @brief The records as Chrome trace JSON ("traceEvents", complete "X" events, ts and dur in
 ///        microseconds from the earliest record), loadable in Perfetto and chrome://tracing. Work
-///        and copies are process 1 with one thread per stream; synchronisation calls process 2.
+///        and copies are process 1 with one thread per stream; synchronisation calls process 2;
+///        CUDA runtime calls (api records) process 3, with one thread per calling thread.
 [[nodiscard]] std::string chrome_trace_json(const std::vector<activity_record>& records);
 
 /// @brief Options of timeline_svg.
@@ -103,7 +120,8 @@ struct svg_options {
 
 /// @brief A self-contained SVG timeline: one lane per stream, one <rect class="k"> per work
 ///        record (class "c" per copy or memset), coloured by name with a legend, a time axis in
-///        us or ms, and the statistics under the title.
+///        us or ms, and the statistics under the title. Synchronisation and api records are not
+///        drawn (the API time is in the statistics line).
 [[nodiscard]] std::string timeline_svg(const std::vector<activity_record>& records,
                                        const svg_options& opts = {});
 
@@ -118,6 +136,14 @@ struct svg_options {
 ///        then renamed over `path`. Throws vox::error naming the path; no temporary is left.
 void write_file_atomic(const std::string& path, const std::string& contents);
 
+/// @brief Options of a timeline.
+struct timeline_options {
+  /// Also record every CUDA runtime call's host interval (CUDA backend; no effect on the host
+  /// backend, where the op records are host time already). CUPTI then times each call, which
+  /// adds to its cost: for finding what the host spends, not for timing the device.
+  bool api_calls{false};
+};
+
 /// @brief Scope object that records while open (see the file comment). Only one timeline may
 ///        record at a time in a process: a second one throws vox::invalid_argument. Move-only.
 class timeline {
@@ -125,8 +151,10 @@ class timeline {
   /// @brief Starts recording; lanes are labelled by stream id. Throws vox::error if CUPTI
   ///        cannot record (CUDA backend).
   timeline();
+  /// @brief Starts recording with `opts`.
+  explicit timeline(const timeline_options& opts);
   /// @brief Starts recording; lanes of the streams of `streams` are labelled by their index.
-  explicit timeline(const stream_set& streams);
+  explicit timeline(const stream_set& streams, const timeline_options& opts = {});
   /// @brief Stops (see stop()); never throws.
   ~timeline();
   timeline(timeline&&) noexcept;
