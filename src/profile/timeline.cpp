@@ -676,6 +676,7 @@ struct cupti_sink {
   std::mutex mutex;
   std::vector<activity_record> records;
   std::unordered_map<const char*, std::string> kernel_names;  // CUPTI shares name pointers
+  std::unordered_map<std::uint32_t, std::string> call_names;   // runtime calls, by callback id
   std::unordered_map<std::uint32_t, std::int64_t> stream_index;
   CUptiResult parse_error{CUPTI_SUCCESS};
 };
@@ -807,7 +808,10 @@ void parse_record(cupti_sink& s, const CUpti_Activity* a) {
       r.start_ns = c->start;
       r.end_ns = c->end;
       r.stream = c->threadId;
-      r.name = runtime_call_name(c->cbid);
+      auto it = s.call_names.find(c->cbid);
+      if (it == s.call_names.end())
+        it = s.call_names.emplace(c->cbid, runtime_call_name(c->cbid)).first;
+      r.name = it->second;
       r.correlation = c->correlationId;
       break;
     }
