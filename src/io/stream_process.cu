@@ -231,19 +231,48 @@ struct slab_step {
   std::size_t fresh{0};
 };
 
-std::vector<slab_step> make_steps(std::size_t slices, std::size_t depth, std::size_t halo) {
+/// The output depth of each slab along z: `depth` each, the last what remains. With `ramp`, when
+/// the volume holds at least four slabs of depth >= 4, the first two slabs are a quarter and a
+/// half of `depth` and the last two a half and a quarter: the first download starts after a
+/// thin slab's upload and compute instead of a full one's, and the last one, which nothing
+/// overlaps, is short.
+std::vector<std::size_t> slab_depths(std::size_t slices, std::size_t depth, bool ramp) {
+  std::vector<std::size_t> d;
+  std::size_t edge = 0;  // slices in each end's ramp
+  const std::size_t quarter = (depth + 3) / 4, half = (depth + 1) / 2;
+  if (ramp && depth >= 4 && slices >= 4 * depth) {
+    d = {quarter, half};
+    edge = quarter + half;
+  }
+  d.reserve(d.size() + (slices - 2 * edge + depth - 1) / depth + 2);
+  for (std::size_t left = slices - 2 * edge; left > 0;) {
+    const std::size_t n = std::min(depth, left);
+    d.push_back(n);
+    left -= n;
+  }
+  if (edge > 0) {
+    d.push_back(half);
+    d.push_back(quarter);
+  }
+  return d;
+}
+
+std::vector<slab_step> make_steps(std::size_t slices, const std::vector<std::size_t>& depths,
+                                  std::size_t halo) {
   std::vector<slab_step> steps;
-  steps.reserve((slices + depth - 1) / depth);
+  steps.reserve(depths.size());
   std::size_t prev_b = 0;
-  for (std::size_t z0 = 0; z0 < slices; z0 += std::min(depth, slices - z0)) {
+  std::size_t z0 = 0;
+  for (const std::size_t d : depths) {
     slab_step s;
     s.z0 = z0;
-    s.z1 = z0 + std::min(depth, slices - z0);
+    s.z1 = z0 + d;
     s.a = z0 > halo ? z0 - halo : 0;
     s.b = std::min(slices, s.z1 + halo);
     s.fresh = std::max(s.a, prev_b);
     prev_b = s.b;
     steps.push_back(s);
+    z0 = s.z1;
   }
   return steps;
 }
@@ -254,14 +283,15 @@ struct slab_shape {
   std::size_t max_input{0};
 };
 
-slab_shape shape_of(std::size_t slices, std::size_t depth, std::size_t halo) {
+slab_shape shape_of(std::size_t slices, std::size_t depth, std::size_t halo, bool ramp) {
   slab_shape r;
-  for (std::size_t z0 = 0; z0 < slices; z0 += std::min(depth, slices - z0)) {
-    const std::size_t z1 = z0 + std::min(depth, slices - z0);
+  std::size_t z0 = 0;
+  for (const std::size_t d : slab_depths(slices, depth, ramp)) {
     const std::size_t a = z0 > halo ? z0 - halo : 0;
-    const std::size_t b = std::min(slices, z1 + halo);
+    const std::size_t b = std::min(slices, z0 + d + halo);
     r.max_input = std::max(r.max_input, b - a);
     ++r.slabs;
+    z0 += d;
   }
   return r;
 }
@@ -428,6 +458,18 @@ slab_sink<T> file_sink(const fs::path& path, extent3 e, const io::write_options&
   return s;
 }
 
+std::vector<std::pair<std::size_t, std::size_t>> slab_ranges(std::size_t slices,
+                                                              std::size_t slab_depth, bool ramp) {
+  VOX_EXPECTS(slab_depth >= 1, "slab_ranges", "slab_depth must be at least 1 slice");
+  std::vector<std::pair<std::size_t, std::size_t>> r;
+  std::size_t z0 = 0;
+  for (const std::size_t d : slab_depths(slices, std::min(slab_depth, slices), ramp)) {
+    r.emplace_back(z0, z0 + d);
+    z0 += d;
+  }
+  return r;
+}
+
 // --- stream_process ------------------------------------------------------------------------------
 
 template <class In, class Out>
@@ -462,7 +504,7 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
   const std::size_t slice = e.slice_voxels();
   const std::size_t slice_bytes = slice * (sizeof(In) + sizeof(Out));
   std::size_t depth = std::min(slab_depth, e.z);
-  slab_shape shape = shape_of(e.z, depth, halo);
+  slab_shape shape = shape_of(e.z, depth, halo, opts.ramp);
   std::size_t buffers = std::min(opts.buffers, shape.slabs);
   std::size_t device_bytes = saturating_product(buffers, shape.max_input, slice_bytes);
   if (opts.device_budget_bytes != 0) {
@@ -470,7 +512,7 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
     // and fewer slabs may need fewer buffers. At most slices x log(slices) steps in all.
     while (device_bytes > opts.device_budget_bytes && depth > 1) {
       --depth;
-      shape = shape_of(e.z, depth, halo);
+      shape = shape_of(e.z, depth, halo, opts.ramp);
       buffers = std::min(opts.buffers, shape.slabs);
       device_bytes = saturating_product(buffers, shape.max_input, slice_bytes);
     }
@@ -485,7 +527,7 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
               " out): that needs " + mib(device_bytes),
           __FILE__, __LINE__);
   }
-  const std::vector<slab_step> steps = make_steps(e.z, depth, halo);
+  const std::vector<slab_step> steps = make_steps(e.z, slab_depths(e.z, depth, opts.ramp), halo);
   const std::size_t slabs = steps.size();
   std::size_t fresh_max = 0;
   for (const auto& s : steps) fresh_max = std::max(fresh_max, s.b - s.fresh);

@@ -265,8 +265,10 @@ TEST(stream_process, too_small_a_halo_gives_a_different_result) {
   const auto want = whole<float, float>(streams, input, e, gauss_box<float>());
   std::vector<float> got(e.voxels(), poison<float>());
   auto sink = vox::host_sink(got.data(), got.size(), e);
+  vox::stream_options o;
+  o.ramp = false;  // slabs of 5 from z = 0 (the ramp would make the first one 2 deep)
   (void)vox::stream_process<float, float>(vox::host_source(input.data(), input.size(), e), sink, 5,
-                                          2, gauss_box<float>(), streams);
+                                          2, gauss_box<float>(), streams, o);
   EXPECT_FALSE(same_bits(got, want, e));
   // Slices far enough from the first slab's upper edge (z 0 and 1: their box reads the Gaussian
   // at z <= 2, which reads input z <= 6, inside the slab's 5 + 2 slices) still agree.
@@ -373,6 +375,75 @@ TEST(stream_process, pinned_host_volumes_are_copied_directly) {
   EXPECT_TRUE(same_bits(got, want, e));
 }
 
+TEST(stream_process, ramp_makes_the_end_slabs_thinner) {
+  const extent3 e{11, 9, 64};
+  const auto input = random_voxels<float>(e, 23);
+  vox::stream_set streams = make_set(3);
+  const auto want = whole<float, float>(streams, input, e, gauss_box<float>());
+  using ranges = std::vector<std::pair<std::size_t, std::size_t>>;
+  struct config {
+    std::size_t depth;
+    bool ramp;
+    ranges writes;
+  };
+  const std::vector<config> configs = {
+      // 2 and 4, six of 8 and the 4 that remain, 4 and 2.
+      {8, true, {{0, 2}, {2, 6}, {6, 14}, {14, 22}, {22, 30}, {30, 38}, {38, 46}, {46, 54},
+                 {54, 58}, {58, 62}, {62, 64}}},
+      {8, false, {{0, 8}, {8, 16}, {16, 24}, {24, 32}, {32, 40}, {40, 48}, {48, 56}, {56, 64}}},
+      // 64 < 4 x 17: no ramp.
+      {17, true, {{0, 17}, {17, 34}, {34, 51}, {51, 64}}},
+      // Depth 3 < 4: no ramp.
+      {3, true, {}},
+  };
+  for (const config& c : configs) {
+    SCOPED_TRACE("depth " + std::to_string(c.depth) + (c.ramp ? ", ramp" : ", no ramp"));
+    recording_sink<float> rec(e);
+    auto sink = rec.sink(e);
+    recording_source<float> src{&input, {}, std::numeric_limits<std::size_t>::max()};
+    vox::stream_options o;
+    o.ramp = c.ramp;
+    const auto rep = vox::stream_process<float, float>(src.source(e), sink, c.depth,
+                                                       gauss_box_halo, gauss_box<float>(), streams,
+                                                       o);
+    EXPECT_TRUE(same_bits(rec.data, want, e));
+    EXPECT_TRUE(covers_in_order(rec.writes, e.z));
+    EXPECT_TRUE(covers_in_order(src.reads, e.z));
+    if (c.writes.empty()) {
+      EXPECT_EQ(rec.writes.size(), (e.z + c.depth - 1) / c.depth);
+    } else {
+      EXPECT_EQ(rec.writes, c.writes);
+    }
+    EXPECT_EQ(rep.slabs, rec.writes.size());
+    EXPECT_EQ(rec.writes, vox::slab_ranges(e.z, c.depth, c.ramp));
+    EXPECT_EQ(rep.slab_depth, c.depth);
+    EXPECT_EQ(rep.bytes_uploaded, e.voxels() * sizeof(float));
+    // The buffers hold the deepest slab: depth plus the halo on both sides.
+    EXPECT_EQ(rep.device_bytes, rep.buffers * (c.depth + 2 * gauss_box_halo) *
+                                    e.slice_voxels() * 2 * sizeof(float));
+  }
+}
+
+TEST(stream_process, slab_ranges_cover_the_volume_in_order) {
+  using ranges = std::vector<std::pair<std::size_t, std::size_t>>;
+  EXPECT_EQ(vox::slab_ranges(5, 9), (ranges{{0, 5}}));  // deeper than the volume: one slab
+  EXPECT_EQ(vox::slab_ranges(1, 1), (ranges{{0, 1}}));
+  EXPECT_EQ(vox::slab_ranges(16, 4), (ranges{{0, 1}, {1, 3}, {3, 7}, {7, 11}, {11, 13},
+                                             {13, 15}, {15, 16}}));
+  EXPECT_EQ(vox::slab_ranges(16, 4, false), (ranges{{0, 4}, {4, 8}, {8, 12}, {12, 16}}));
+  EXPECT_EQ(vox::slab_ranges(15, 4).size(), 4u);  // 15 < 4 x 4: no ramp
+  for (std::size_t slices : {1, 7, 64, 1000}) {
+    for (std::size_t depth : {1, 3, 4, 5, 13, 64}) {
+      for (bool ramp : {true, false}) {
+        const ranges r = vox::slab_ranges(slices, depth, ramp);
+        EXPECT_TRUE(covers_in_order(r, slices)) << slices << " " << depth << " " << ramp;
+        for (const auto& [z0, z1] : r) EXPECT_LE(z1 - z0, depth);
+      }
+    }
+  }
+  EXPECT_THROW((void)vox::slab_ranges(8, 0), vox::invalid_argument);
+}
+
 TEST(stream_process, source_and_sink_are_called_in_order_once_per_slice) {
   const extent3 e{10, 9, 23};
   const auto input = random_voxels<double>(e, 17);
@@ -462,7 +533,7 @@ TEST(stream_process, budget_reduces_the_slab_depth) {
       vox::stream_process<float, float>(vox::host_source(input.data(), input.size(), e), sink, 16,
                                         gauss_box_halo, gauss_box<float>(), streams, o);
   EXPECT_EQ(rep.slab_depth, 6u);
-  EXPECT_EQ(rep.slabs, 7u);
+  EXPECT_EQ(rep.slabs, 9u);  // 2 + 3, five of 6, 3 + 2 (the ramp at both ends)
   EXPECT_EQ(rep.device_bytes, budget);
   EXPECT_LE(rep.device_bytes, o.device_budget_bytes);
   EXPECT_TRUE(same_bits(got, want, e));

@@ -309,12 +309,15 @@ run_result run_in_memory(const run_options& opt, const io::volume_info& info, st
 
 // --- streamed -------------------------------------------------------------------------------------
 
-/// Maps the k-th call of the pipeline to its slab: stream_process cuts the volume into slabs of
-/// `depth` output slices, in order, each read with `halo` slices either side (clamped).
+/// Maps the k-th call of the pipeline to its slab: the k-th of stream_process's slab_ranges,
+/// read with `halo` slices either side (clamped).
 struct slab_tracker {
+  slab_tracker(extent3 e_, std::size_t depth_, std::size_t halo_, bool ramp)
+      : e(e_), depth(depth_), halo(halo_), ranges(slab_ranges(e_.z, depth_, ramp)) {}
   extent3 e;
   std::size_t depth;
   std::size_t halo;
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
   std::size_t k{0};
   struct position {
     std::size_t z0;  ///< first output slice of the slab
@@ -322,11 +325,12 @@ struct slab_tracker {
     std::size_t lo;  ///< halo slices below z0 in the slab buffer
   };
   position next(std::size_t in_depth) {
-    const std::size_t z0 = k * depth;
-    const std::size_t z1 = std::min(e.z, z0 + depth);
+    VOX_EXPECTS(k < ranges.size(), "run",
+                "internal: slab " + std::to_string(k) + " of " + std::to_string(ranges.size()));
+    const auto [z0, z1] = ranges[k];
     const std::size_t lo = std::min(halo, z0);
     const std::size_t hi = std::min(e.z, z1 + halo);
-    VOX_EXPECTS(z0 < e.z && in_depth == hi - (z0 - lo), "run",
+    VOX_EXPECTS(in_depth == hi - (z0 - lo), "run",
                 "internal: slab " + std::to_string(k) + " has " + std::to_string(in_depth) +
                     " slices, expected [" + std::to_string(z0 - lo) + ", " + std::to_string(hi) +
                     ") for slabs of " + std::to_string(depth) + " with a halo of " +
@@ -475,7 +479,10 @@ stream_report stream_pass(const run_options& opt, const io::volume_info& info,
                           std::pair<std::size_t, std::size_t> z_window) {
   static_assert(has_stream_process<In, Out>, "stream_process<In, Out> is not instantiated");
   const std::size_t halo = std::min(halo_of(chain), info.extent.z);
-  slab_tracker tracker{info.extent, depth, halo};
+  // A downsampling terminal needs every slab's depth a multiple of its z factor: no thinner
+  // slabs at the ends then.
+  const bool ramp = term == nullptr || term->op.kind != op_kind::downsample;
+  slab_tracker tracker{info.extent, depth, halo, ramp};
   const slab_pipeline<In, Out> pipeline = [&](stream_set& ss, const volume<In>& in,
                                               volume<Out>& out) {
     const slab_tracker::position p = tracker.next(in.extent().z);
@@ -501,6 +508,7 @@ stream_report stream_pass(const run_options& opt, const io::volume_info& info,
   progress_reporter bar(label, "slabs", opt.progress);
   stream_options so;
   so.device_budget_bytes = 0;  // the depth was fitted to the budget already
+  so.ramp = ramp;
   so.progress = [&](std::size_t done, std::size_t total) { bar.update(done, total); };
   const slab_source<In> source = make_source<In>(opt.input, z_window.first, z_window.second);
   stream_report rep = stream_process<In, Out>(source, sink, depth, halo, pipeline, s, so);

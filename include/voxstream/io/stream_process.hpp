@@ -2,8 +2,9 @@
 /// @brief Out-of-core slab streaming: vox::stream_process runs a pipeline of ops over a volume
 ///        that need not fit on the GPU, slab by slab, overlapping the copies with the compute.
 ///
-/// The volume is cut along z into slabs of `slab_depth` output slices. Slab k computes output
-/// slices [z0, z1) from input slices [z0 - halo, z1 + halo), clamped to the volume. For each slab
+/// The volume is cut along z into slabs of `slab_depth` output slices (thinner at both ends with
+/// stream_options::ramp; one slab takes what remains). Slab k computes output slices [z0, z1)
+/// from input slices [z0 - halo, z1 + halo), clamped to the volume. For each slab
 ///  1. the input slices not already on the device are read from the source into a pinned host
 ///     buffer (on the host, by the caller's thread; skipped for a source in page-locked memory,
 ///     which is copied from directly);
@@ -48,6 +49,8 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <voxstream/core/extent.hpp>
 #include <voxstream/exec/stream_set.hpp>
@@ -158,6 +161,12 @@ struct stream_options {
   std::size_t buffers{3};  ///< slabs in flight (ring depth), >= 2
   /// Called on the caller's thread after each slab reached the sink: (slabs done, slabs total).
   std::function<void(std::size_t slabs_done, std::size_t slabs_total)> progress;
+  /// Thinner slabs at both ends, when the volume holds at least four slabs of slab_depth and
+  /// slab_depth >= 4: the first two slabs are a quarter and a half of slab_depth deep, the last
+  /// two a half and a quarter. The first download then starts after a thin slab's upload and
+  /// compute, and the last download (after the last upload, overlapped with nothing) is short.
+  /// The buffers and the budget are those of slab_depth; each slice still crosses once.
+  bool ramp{true};
 };
 
 /// @brief What a stream_process run did.
@@ -171,6 +180,16 @@ struct stream_report {
   std::uint64_t bytes_downloaded{0};  ///< device to host (each output voxel once; 0: discarded)
   double seconds{0};                  ///< wall time of the whole run, allocation included
 };
+
+/// @brief The output slices [z0, z1) of each slab, in order, that stream_process cuts a volume
+///        of `slices` slices into for a slab depth of `slab_depth` (the depth it uses: see
+///        stream_report::slab_depth) and stream_options::ramp `ramp`. For pipelines that need to
+///        know which slab they are given (the k-th call gets the k-th range; its input adds up to
+///        `halo` slices either side, clamped to the volume). Pure. Throws vox::invalid_argument
+///        for slab_depth 0.
+[[nodiscard]] std::vector<std::pair<std::size_t, std::size_t>> slab_ranges(std::size_t slices,
+                                                                          std::size_t slab_depth,
+                                                                          bool ramp = true);
 
 /// @brief Streams `source` through `pipeline` into `sink`, slab by slab (see the file comment).
 ///        Blocks until the sink has every slice. Throws vox::invalid_argument (mismatched
