@@ -238,6 +238,7 @@ struct slab_step {
 /// overlaps, is short.
 std::vector<std::size_t> slab_depths(std::size_t slices, std::size_t depth, bool ramp) {
   std::vector<std::size_t> d;
+  if (slices == 0 || depth == 0) return d;
   std::size_t edge = 0;  // slices in each end's ramp
   const std::size_t quarter = (depth + 3) / 4, half = (depth + 1) / 2;
   if (ramp && depth >= 4 && slices >= 4 * depth) {

@@ -428,6 +428,7 @@ TEST(stream_process, slab_ranges_cover_the_volume_in_order) {
   using ranges = std::vector<std::pair<std::size_t, std::size_t>>;
   EXPECT_EQ(vox::slab_ranges(5, 9), (ranges{{0, 5}}));  // deeper than the volume: one slab
   EXPECT_EQ(vox::slab_ranges(1, 1), (ranges{{0, 1}}));
+  EXPECT_TRUE(vox::slab_ranges(0, 4).empty());  // an empty volume has no slabs
   EXPECT_EQ(vox::slab_ranges(16, 4), (ranges{{0, 1}, {1, 3}, {3, 7}, {7, 11}, {11, 13},
                                              {13, 15}, {15, 16}}));
   EXPECT_EQ(vox::slab_ranges(16, 4, false), (ranges{{0, 4}, {4, 8}, {8, 12}, {12, 16}}));
