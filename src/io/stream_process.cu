@@ -231,69 +231,63 @@ struct slab_step {
   std::size_t fresh{0};
 };
 
-/// The output depth of each slab along z: `depth` each, the last what remains. With `ramp`, when
-/// the volume holds at least four slabs of depth >= 4, the first two slabs are a quarter and a
-/// half of `depth` and the last two a half and a quarter: the first download starts after a
-/// thin slab's upload and compute instead of a full one's, and the last one, which nothing
-/// overlaps, is short.
-std::vector<std::size_t> slab_depths(std::size_t slices, std::size_t depth, bool ramp) {
-  std::vector<std::size_t> d;
-  if (slices == 0 || depth == 0) return d;
-  std::size_t edge = 0;  // slices in each end's ramp
+/// The output slices [z0, z1) of each slab along z (see vox::slab_ranges; `depth` <= slices):
+/// `depth` each, one slab what remains. With `ramp`, when the volume holds at least four slabs
+/// of depth >= 4, the first two slabs are a quarter and a half of `depth` and the last two a
+/// half and a quarter: the first download starts after a thin slab's upload and compute instead
+/// of a full one's, and the last one, which nothing overlaps, is short.
+std::vector<std::pair<std::size_t, std::size_t>> plan_ranges(std::size_t slices,
+                                                             std::size_t depth, bool ramp) {
+  std::vector<std::pair<std::size_t, std::size_t>> r;
+  if (slices == 0 || depth == 0) return r;
   const std::size_t quarter = (depth + 3) / 4, half = (depth + 1) / 2;
-  if (ramp && depth >= 4 && slices >= 4 * depth) {
-    d = {quarter, half};
-    edge = quarter + half;
+  const bool ends = ramp && depth >= 4 && slices >= 4 * depth;
+  const std::size_t edge = ends ? quarter + half : 0;  // slices in each end's ramp
+  std::size_t z0 = 0;
+  const auto add = [&](std::size_t d) {
+    r.emplace_back(z0, z0 + d);
+    z0 += d;
+  };
+  if (ends) {
+    add(quarter);
+    add(half);
   }
-  d.reserve(d.size() + (slices - 2 * edge + depth - 1) / depth + 2);
-  for (std::size_t left = slices - 2 * edge; left > 0;) {
-    const std::size_t n = std::min(depth, left);
-    d.push_back(n);
-    left -= n;
+  while (z0 < slices - edge) add(std::min(depth, slices - edge - z0));
+  if (ends) {
+    add(half);
+    add(quarter);
   }
-  if (edge > 0) {
-    d.push_back(half);
-    d.push_back(quarter);
-  }
-  return d;
+  return r;
 }
 
-std::vector<slab_step> make_steps(std::size_t slices, const std::vector<std::size_t>& depths,
-                                  std::size_t halo) {
+std::vector<slab_step> make_steps(std::size_t slices, std::size_t depth, std::size_t halo,
+                                  bool ramp) {
   std::vector<slab_step> steps;
-  steps.reserve(depths.size());
   std::size_t prev_b = 0;
-  std::size_t z0 = 0;
-  for (const std::size_t d : depths) {
+  for (const auto& [z0, z1] : plan_ranges(slices, depth, ramp)) {
     slab_step s;
     s.z0 = z0;
-    s.z1 = z0 + d;
+    s.z1 = z1;
     s.a = z0 > halo ? z0 - halo : 0;
-    s.b = std::min(slices, s.z1 + halo);
+    s.b = std::min(slices, z1 + halo);
     s.fresh = std::max(s.a, prev_b);
     prev_b = s.b;
     steps.push_back(s);
-    z0 = s.z1;
   }
   return steps;
 }
 
-/// Slabs and the deepest slab input (halo included) for `depth`, without building the plan.
+/// Slabs and the deepest slab input (halo included) of the plan for `depth`.
 struct slab_shape {
   std::size_t slabs{0};
   std::size_t max_input{0};
 };
 
 slab_shape shape_of(std::size_t slices, std::size_t depth, std::size_t halo, bool ramp) {
+  const std::vector<slab_step> steps = make_steps(slices, depth, halo, ramp);
   slab_shape r;
-  std::size_t z0 = 0;
-  for (const std::size_t d : slab_depths(slices, depth, ramp)) {
-    const std::size_t a = z0 > halo ? z0 - halo : 0;
-    const std::size_t b = std::min(slices, z0 + d + halo);
-    r.max_input = std::max(r.max_input, b - a);
-    ++r.slabs;
-    z0 += d;
-  }
+  r.slabs = steps.size();
+  for (const slab_step& st : steps) r.max_input = std::max(r.max_input, st.b - st.a);
   return r;
 }
 
@@ -462,13 +456,7 @@ slab_sink<T> file_sink(const fs::path& path, extent3 e, const io::write_options&
 std::vector<std::pair<std::size_t, std::size_t>> slab_ranges(std::size_t slices,
                                                               std::size_t slab_depth, bool ramp) {
   VOX_EXPECTS(slab_depth >= 1, "slab_ranges", "slab_depth must be at least 1 slice");
-  std::vector<std::pair<std::size_t, std::size_t>> r;
-  std::size_t z0 = 0;
-  for (const std::size_t d : slab_depths(slices, std::min(slab_depth, slices), ramp)) {
-    r.emplace_back(z0, z0 + d);
-    z0 += d;
-  }
-  return r;
+  return plan_ranges(slices, std::min(slab_depth, slices), ramp);
 }
 
 // --- stream_process ------------------------------------------------------------------------------
@@ -528,7 +516,7 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
               " out): that needs " + mib(device_bytes),
           __FILE__, __LINE__);
   }
-  const std::vector<slab_step> steps = make_steps(e.z, slab_depths(e.z, depth, opts.ramp), halo);
+  const std::vector<slab_step> steps = make_steps(e.z, depth, halo, opts.ramp);
   const std::size_t slabs = steps.size();
   std::size_t fresh_max = 0;
   for (const auto& s : steps) fresh_max = std::max(fresh_max, s.b - s.fresh);
