@@ -7,6 +7,8 @@
 // same run.
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -47,6 +49,41 @@ struct context {
 using family_fn = void (*)(context&);
 /// @brief Registers a family at static-initialisation time.
 int register_family(const char* name, family_fn fn);
+
+/// @brief Exits with a message when `e` is an error (the harness's own CUDA calls).
+void check(cudaError_t e, const char* what);
+
+/// @brief Times an enqueue between events on a timing stream joined to every stream of the set:
+///        from just before the op's first call to the join of every stream after it.
+struct timer {
+  vox::stream_set& set;
+  cudaStream_t timing{};
+  cudaEvent_t start{}, stop{}, fork{};
+  std::vector<cudaEvent_t> joins;
+  double host_us{0};         // host time of the last enqueue
+  double median_host_us{0};  // median host enqueue time of the last median() call
+  explicit timer(vox::stream_set& s);
+  /// @brief One timed run, in ms. Blocks the host until it has finished.
+  float once(const std::function<void()>& enqueue);
+  /// @brief 3 warm-up runs, then the median of `reps` timed runs. Blocks the host.
+  float median(int reps, const std::function<void(int)>& run);
+};
+
+/// @brief The filter sweep of issue 16 (bench/ops/filter_sweep.cu); see main.cu's usage.
+struct sweep_options {
+  std::string shapes{"512x512x300,512x512x512"};  // x x y x z, comma-separated
+  std::string types{"u8,u16,f32"};
+  std::string ops{"all"};  // case names or op names (see --sweep-list), comma-separated
+  int max_reps{20};        // reps of a fast case (--reps)
+  double slow_ms{20.0};    // a case whose probe run takes longer is "slow"...
+  double cap_ms{1000.0};   // ...and gets cap_ms / probe reps, at least 5, at most max_reps
+  int streams{32};
+};
+/// @brief Prints the sweep's case names, one a line (no GPU needed).
+void list_filter_sweep();
+/// @brief Runs the sweep on `set` and prints RESULT sweep lines, then the worst ratio to copy
+///        of every op family. Blocks the host. Returns 0, or 2 for a bad option.
+int run_filter_sweep(vox::stream_set& set, const sweep_options& o);
 
 }  // namespace voxbench
 

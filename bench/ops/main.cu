@@ -1,6 +1,33 @@
 // bench_ops main: see bench_ops.hpp.
 // Usage: bench_ops [--reps N] [--filter SUBSTRING[|SUBSTRING...]] [--streams N (default 32)]
 //                  [--api]
+//        bench_ops --sweep [--sweep-shapes XxYxZ,...] [--sweep-types u8,u16,f32]
+//                  [--sweep-ops NAME,...] [--sweep-cap-ms MS] [--reps N] [--streams N]
+//        bench_ops --sweep-list
+// --sweep: the filter sweep of issue 16 (bench/ops/filter_sweep.cu) instead of the cases below:
+// uniform, grey_erosion and grey_dilation of sizes 3, 5, 7, 9 in 3D and per slice (2D),
+// gaussian sigma 1, 2, 4 and (x, y, z) = (1, 1, 3), median 3 and 5, on uint8, uint16 and float
+// volumes of 512x512x300 and 512x512x512 (x by y by z), each with `vox::copy` of the same volume
+// timed in the same run as its reference. Prints "RESULT sweep" lines (ms, GB/s, ratio to copy)
+// and, last, the worst ratio to copy of every op family against its target.
+//   --sweep-shapes  volumes, x by y by z ("512^3" is 512x512x512); default 512x512x300,512^3
+//   --sweep-types   u8, u16, f32 (or uint8, uint16, float); default all three
+//   --sweep-ops     case names (uniform_size=3, gaussian_sigma=x1y1z3 ...), op names (uniform,
+//                   uniform2d, erosion, erosion2d, dilation, dilation2d, gaussian, median) or
+//                   groups (box, minmax, 3d, 2d, all), separated by '+' or ','; --sweep-list
+//                   prints the case names
+//   --sweep-cap-ms  timed milliseconds per slow case (default 1000): a case whose probe run takes
+//                   over 20 ms runs max(5, min(reps, cap / probe)) times, after 1 warm-up
+//                   (fast cases: 3 warm-ups and --reps runs, as the other cases)
+// Inputs are seeded random volumes (u8 in [0, 256), u16 in [0, 4096), f32 in [0, 1)), 3 of each
+// rotated so that L2 cannot serve them. The full sweep (186 timed cases) takes about 1 to 2
+// minutes of GPU time on an H200 (median 5 is the slow part); see README's sweep section.
+// Reproduce it, then side by side with cupyx.scipy.ndimage:
+//   build/cuda/bench/ops/bench_ops --sweep
+//   python3 bench/cupy_compare.py build/cuda/bench/ops/bench_ops --sweep
+// Quicker subset (one shape, float, the fast ops):
+//   build/cuda/bench/ops/bench_ops --sweep --sweep-shapes 512x512x300 --sweep-types f32
+//       --sweep-ops box,minmax,gaussian,median_size=3        (one command line)
 // --api: after timing each case, runs it once more under a vox::profile::timeline that records
 // the CUDA runtime calls, and prints a "RESULT ops_api" line: the host time of the calls and
 // the three that took longest (what the host spends enqueuing the op).
@@ -26,6 +53,7 @@ std::vector<std::pair<const char*, family_fn>>& families() {
   static std::vector<std::pair<const char*, family_fn>> f;
   return f;
 }
+}  // namespace
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -34,59 +62,50 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-// Times `enqueue` between events on a timing stream joined to every stream of the set: from
-// just before the op's first call to the join of every stream after it.
-struct timer {
-  vox::stream_set& set;
-  cudaStream_t timing{};
-  cudaEvent_t start{}, stop{}, fork{};
-  std::vector<cudaEvent_t> joins;
-  explicit timer(vox::stream_set& s) : set(s) {
-    check(cudaStreamCreateWithFlags(&timing, cudaStreamNonBlocking), "stream");
-    check(cudaEventCreate(&start), "event");
-    check(cudaEventCreate(&stop), "event");
-    check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "event");
-    joins.resize(set.size());
-    for (auto& e : joins) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event");
+timer::timer(vox::stream_set& s) : set(s) {
+  check(cudaStreamCreateWithFlags(&timing, cudaStreamNonBlocking), "stream");
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
+  check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "event");
+  joins.resize(set.size());
+  for (auto& e : joins) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event");
+}
+
+float timer::once(const std::function<void()>& enqueue) {
+  // The fork is the harness's, not the op's: `start` is recorded after the host has made the
+  // set's streams wait on it (the timing stream is idle here, so `start` completes at once).
+  check(cudaEventRecord(fork, timing), "record");
+  for (std::size_t i = 0; i < set.size(); ++i)
+    check(cudaStreamWaitEvent(set.stream(i).value(), fork, 0), "wait");
+  check(cudaEventRecord(start, timing), "record");
+  const auto h0 = std::chrono::steady_clock::now();
+  enqueue();
+  host_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count();
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    check(cudaEventRecord(joins[i], set.stream(i).value()), "record");
+    check(cudaStreamWaitEvent(timing, joins[i], 0), "wait");
   }
-  double host_us{0};  // host time of the last enqueue
-  float once(const std::function<void()>& enqueue) {
-    // The fork is the harness's, not the op's: `start` is recorded after the host has made the
-    // set's streams wait on it (the timing stream is idle here, so `start` completes at once).
-    check(cudaEventRecord(fork, timing), "record");
-    for (std::size_t i = 0; i < set.size(); ++i)
-      check(cudaStreamWaitEvent(set.stream(i).value(), fork, 0), "wait");
-    check(cudaEventRecord(start, timing), "record");
-    const auto h0 = std::chrono::steady_clock::now();
-    enqueue();
-    host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0)
-                  .count();
-    for (std::size_t i = 0; i < set.size(); ++i) {
-      check(cudaEventRecord(joins[i], set.stream(i).value()), "record");
-      check(cudaStreamWaitEvent(timing, joins[i], 0), "wait");
-    }
-    check(cudaEventRecord(stop, timing), "record");
-    check(cudaEventSynchronize(stop), "sync");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-    return ms;
+  check(cudaEventRecord(stop, timing), "record");
+  check(cudaEventSynchronize(stop), "sync");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+  return ms;
+}
+
+float timer::median(int reps, const std::function<void(int)>& run) {
+  for (int w = 0; w < 3; ++w) once([&] { run(w); });
+  std::vector<float> t;
+  std::vector<double> h;
+  for (int r = 0; r < reps; ++r) {
+    t.push_back(once([&] { run(r); }));
+    h.push_back(host_us);
   }
-  double median_host_us{0};  // median host enqueue time of the last median() call
-  float median(int reps, const std::function<void(int)>& run) {
-    for (int w = 0; w < 3; ++w) once([&] { run(w); });
-    std::vector<float> t;
-    std::vector<double> h;
-    for (int r = 0; r < reps; ++r) {
-      t.push_back(once([&] { run(r); }));
-      h.push_back(host_us);
-    }
-    std::sort(t.begin(), t.end());
-    std::sort(h.begin(), h.end());
-    median_host_us = h[h.size() / 2];
-    return t[t.size() / 2];
-  }
-};
-}  // namespace
+  std::sort(t.begin(), t.end());
+  std::sort(h.begin(), h.end());
+  median_host_us = h[h.size() / 2];
+  return t[t.size() / 2];
+}
 
 int register_family(const char* name, family_fn fn) {
   families().emplace_back(name, fn);
@@ -100,12 +119,29 @@ int main(int argc, char** argv) {
   std::string filter;
   int n_streams = 32;
   bool api = false;
+  bool sweep = false;
+  sweep_options so;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--api") api = true;
+    if (a == "--sweep") sweep = true;
+    if (a == "--sweep-list") {
+      list_filter_sweep();
+      return 0;
+    }
     if (a == "--reps" && i + 1 < argc) reps = std::max(20, std::atoi(argv[++i]));
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--streams" && i + 1 < argc) n_streams = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--sweep-shapes" && i + 1 < argc) so.shapes = argv[++i];
+    else if (a == "--sweep-types" && i + 1 < argc) so.types = argv[++i];
+    else if (a == "--sweep-ops" && i + 1 < argc) so.ops = argv[++i];
+    else if (a == "--sweep-cap-ms" && i + 1 < argc) so.cap_ms = std::max(1.0, std::atof(argv[++i]));
+  }
+  if (sweep) {
+    so.max_reps = reps;
+    so.streams = n_streams;
+    vox::stream_set set(static_cast<std::size_t>(n_streams));
+    return run_filter_sweep(set, so);
   }
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");

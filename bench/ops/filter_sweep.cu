@@ -1,0 +1,379 @@
+// bench_ops --sweep: the filter sweep of issue 16. Every filter case on every selected shape and
+// voxel type, each against `vox::copy` of the same volume timed in the same run on the same
+// stream set; then the worst ratio to copy of every op family against its target.
+//
+// RESULT lines (one per case; bench/cupy_compare.py parses them):
+//   RESULT sweep <case> <dtype> shape=XxYxZ op=<op> dims=<2|3> size=<s>|sigma_xyz=<x,y,z>
+//          ms=<median> GBps=<bytes / ms> xcopy=<ms / copy ms> reps=<n> streams=<n>
+//   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
+//          case=<case>/<dtype>/<shape>
+// `bytes` is the input read once plus the output written once (gaussian writes float).
+// Shapes are x by y by z (z: the slices); scipy's array of the same volume is (z, y, x).
+#include "bench_ops.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <voxstream/io/transfer.hpp>
+#include <voxstream/ops/elementwise.hpp>
+#include <voxstream/ops/filter.hpp>
+
+namespace voxbench {
+namespace {
+
+enum class op_kind { uniform, erosion, dilation, gaussian, median };
+
+// The op families of the summary, with their targets (ratio to copy of the same volume).
+enum family : int { box3, box2, minmax3, minmax2, gauss_f32, gauss_int, median3, median5, n_family };
+constexpr const char* family_name[n_family] = {"box_3d",        "box_2d",       "minmax_3d",
+                                               "minmax_2d",     "gaussian_f32", "gaussian_int",
+                                               "median_size=3", "median_size=5"};
+constexpr double family_target[n_family] = {2.0, 2.0, 2.0, 2.0, 2.5, 3.0, 3.0, 25.0};
+
+struct case_desc {
+  op_kind op{op_kind::uniform};
+  int dims{3};
+  std::size_t size{3};
+  vox::sigma3 sigma{1.0};
+  std::string name;   // e.g. uniform2d_size=5, gaussian_sigma=x1y1z3
+  std::string opname; // e.g. uniform2d
+  std::string param;  // size=5 or sigma_xyz=1,1,3
+};
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+std::vector<case_desc> all_cases() {
+  std::vector<case_desc> v;
+  const struct {
+    op_kind op;
+    const char* name;
+  } boxes[] = {{op_kind::uniform, "uniform"},
+               {op_kind::erosion, "erosion"},
+               {op_kind::dilation, "dilation"}};
+  for (const auto& b : boxes)
+    for (int dims : {3, 2})
+      for (std::size_t s : {3, 5, 7, 9}) {
+        case_desc c;
+        c.op = b.op;
+        c.dims = dims;
+        c.size = s;
+        c.opname = std::string(b.name) + (dims == 2 ? "2d" : "");
+        c.param = "size=" + std::to_string(s);
+        c.name = c.opname + "_" + c.param;
+        v.push_back(c);
+      }
+  for (const vox::sigma3 sg : {vox::sigma3(1.0), vox::sigma3(2.0), vox::sigma3(4.0),
+                               vox::sigma3(1.0, 1.0, 3.0)}) {
+    case_desc c;
+    c.op = op_kind::gaussian;
+    c.sigma = sg;
+    c.opname = "gaussian";
+    c.param = "sigma_xyz=" + num(sg.x) + "," + num(sg.y) + "," + num(sg.z);
+    const bool iso = sg.x == sg.y && sg.y == sg.z;
+    c.name = "gaussian_sigma=" +
+             (iso ? num(sg.x) : "x" + num(sg.x) + "y" + num(sg.y) + "z" + num(sg.z));
+    v.push_back(c);
+  }
+  for (std::size_t s : {3, 5}) {
+    case_desc c;
+    c.op = op_kind::median;
+    c.size = s;
+    c.opname = "median";
+    c.param = "size=" + std::to_string(s);
+    c.name = "median_" + c.param;
+    v.push_back(c);
+  }
+  return v;
+}
+
+std::vector<std::string> split(const std::string& s, const char* seps) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (std::string(seps).find(ch) != std::string::npos) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+bool op_selected(const case_desc& c, const std::vector<std::string>& tokens) {
+  for (const auto& t : tokens) {
+    if (t == "all" || t == c.name || t == c.opname) return true;
+    if (t == "box" && c.op == op_kind::uniform) return true;
+    if (t == "minmax" && (c.op == op_kind::erosion || c.op == op_kind::dilation)) return true;
+    if (t == "3d" && c.dims == 3) return true;
+    if (t == "2d" && c.dims == 2) return true;
+  }
+  return false;
+}
+
+int family_of(const case_desc& c, bool is_float) {
+  switch (c.op) {
+    case op_kind::uniform: return c.dims == 3 ? box3 : box2;
+    case op_kind::erosion:
+    case op_kind::dilation: return c.dims == 3 ? minmax3 : minmax2;
+    case op_kind::gaussian: return is_float ? gauss_f32 : gauss_int;
+    case op_kind::median: return c.size == 3 ? median3 : median5;
+  }
+  return box3;
+}
+
+// "512x512x300" (x by y by z), "512^3" or "512" (a cube).
+bool parse_shape(const std::string& s, vox::extent3& e) {
+  const std::size_t caret = s.find('^');
+  if (caret != std::string::npos) {
+    const long n = std::atol(s.substr(0, caret).c_str());
+    if (n <= 0 || s.substr(caret + 1) != "3") return false;
+    e = {static_cast<std::size_t>(n), static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
+    return true;
+  }
+  const auto p = split(s, "x");
+  std::vector<long> n;
+  for (const auto& t : p) n.push_back(std::atol(t.c_str()));
+  if (n.size() == 1) n = {n[0], n[0], n[0]};
+  if (n.size() != 3 || *std::min_element(n.begin(), n.end()) <= 0) return false;
+  e = {static_cast<std::size_t>(n[0]), static_cast<std::size_t>(n[1]),
+       static_cast<std::size_t>(n[2])};
+  return true;
+}
+
+std::string shape_name(const vox::extent3& e) {
+  return std::to_string(e.x) + "x" + std::to_string(e.y) + "x" + std::to_string(e.z);
+}
+
+// Seeded, stateless random voxels (splitmix64 of the index): never zeros, same every run.
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+template <class T>
+T random_voxel(std::uint64_t r);
+template <>
+std::uint8_t random_voxel<std::uint8_t>(std::uint64_t r) {
+  return static_cast<std::uint8_t>(r >> 56);  // [0, 256)
+}
+template <>
+std::uint16_t random_voxel<std::uint16_t>(std::uint64_t r) {
+  return static_cast<std::uint16_t>(r >> 52);  // [0, 4096), as bench_ops' other cases
+}
+template <>
+float random_voxel<float>(std::uint64_t r) {
+  return static_cast<float>(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+}
+
+template <class T>
+struct type_name;
+template <>
+struct type_name<std::uint8_t> {
+  static constexpr const char* value = "u8";
+};
+template <>
+struct type_name<std::uint16_t> {
+  static constexpr const char* value = "u16";
+};
+template <>
+struct type_name<float> {
+  static constexpr const char* value = "f32";
+};
+
+struct measured {
+  float ms{0};
+  int reps{0};
+};
+
+// Fast cases as timer::median (3 warm-ups, max_reps runs). A case whose probe (the second run)
+// takes over slow_ms gets max(5, min(max_reps, cap_ms / probe)) runs after that one warm-up.
+measured time_case(timer& t, const sweep_options& o, const std::function<void(int)>& run) {
+  t.once([&] { run(0); });
+  const float probe = t.once([&] { run(1); });
+  int reps = o.max_reps;
+  if (probe > o.slow_ms) {
+    reps = std::clamp(static_cast<int>(o.cap_ms / probe), 5, std::max(5, o.max_reps));
+  } else {
+    t.once([&] { run(2); });
+  }
+  std::vector<float> v;
+  for (int r = 0; r < reps; ++r) v.push_back(t.once([&] { run(r); }));
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], reps};
+}
+
+struct worst {
+  double ratio{-1};
+  std::string where;
+};
+
+template <class T>
+void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vox::extent3& e,
+                const std::vector<case_desc>& cases, std::vector<worst>& worst_of) {
+  using R = vox::filter_real_t<T>;
+  const char* dt = type_name<T>::value;
+  const std::string shape = shape_name(e);
+  const std::size_t n = e.voxels();
+  const int rotate = 3;  // 3 inputs rotated: a 512x512x300 uint8 volume alone is 75 MiB > L2
+  std::vector<vox::volume<T>> in;
+  {
+    std::vector<T> h(n);
+    for (int k = 0; k < rotate; ++k) {
+      const std::uint64_t base = (static_cast<std::uint64_t>(k) + 1) << 40;
+      for (std::size_t i = 0; i < n; ++i) h[i] = random_voxel<T>(mix(base + i));
+      in.emplace_back(set, e);
+      vox::upload(set, h.data(), h.size(), in.back());
+    }
+  }
+  vox::volume<T> out(set, e), scratch(set, e);
+  vox::volume<R> rout(set, e), rscratch(set, e);
+  set.synchronize();
+  auto input = [&](int i) -> const vox::volume<T>& {
+    return in[static_cast<std::size_t>(i) % in.size()];
+  };
+
+  const double same = 2.0 * sizeof(T) * static_cast<double>(n);
+  const measured copy = time_case(t, o, [&](int i) { vox::copy(set, input(i), out); });
+  const double copy_gbps = same / (copy.ms * 1e6);
+  std::printf("%-24s %-4s %-12s %9.3f ms %8.1f GB/s  %6.2fx copy  (%d runs)\n", "copy", dt,
+              shape.c_str(), copy.ms, copy_gbps, 1.0, copy.reps);
+  std::printf("RESULT sweep copy %s shape=%s op=copy dims=3 size=1 ms=%.4f GBps=%.1f xcopy=1.000 "
+              "reps=%d streams=%d\n",
+              dt, shape.c_str(), copy.ms, copy_gbps, copy.reps, o.streams);
+  std::fflush(stdout);
+
+  for (const case_desc& c : cases) {
+    vox::filter_options fo;
+    fo.dims = c.dims;
+    const vox::filter_size fs(c.size);
+    std::function<void(int)> run;
+    double bytes = same;
+    switch (c.op) {
+      case op_kind::uniform:
+        run = [&, fo, fs](int i) { vox::uniform(set, input(i), out, scratch, fs, fo); };
+        break;
+      case op_kind::erosion:
+        run = [&, fo, fs](int i) { vox::grey_erosion(set, input(i), out, scratch, fs, fo); };
+        break;
+      case op_kind::dilation:
+        run = [&, fo, fs](int i) { vox::grey_dilation(set, input(i), out, scratch, fs, fo); };
+        break;
+      case op_kind::gaussian:
+        bytes = (sizeof(T) + sizeof(R)) * static_cast<double>(n);
+        run = [&, fo](int i) { vox::gaussian(set, input(i), rout, rscratch, c.sigma, fo); };
+        break;
+      case op_kind::median:
+        run = [&, fo](int i) { vox::median(set, input(i), out, c.size, fo); };
+        break;
+    }
+    const measured m = time_case(t, o, run);
+    const double gbps = bytes / (m.ms * 1e6);
+    const double ratio = m.ms / copy.ms;
+    std::printf("%-24s %-4s %-12s %9.3f ms %8.1f GB/s  %6.2fx copy  (%d runs)\n", c.name.c_str(),
+                dt, shape.c_str(), m.ms, gbps, ratio, m.reps);
+    std::printf("RESULT sweep %s %s shape=%s op=%s dims=%d %s ms=%.4f GBps=%.1f xcopy=%.3f "
+                "reps=%d streams=%d\n",
+                c.name.c_str(), dt, shape.c_str(), c.opname.c_str(), c.dims, c.param.c_str(),
+                m.ms, gbps, ratio, m.reps, o.streams);
+    std::fflush(stdout);
+    worst& w = worst_of[static_cast<std::size_t>(family_of(c, std::is_same_v<T, float>))];
+    if (ratio > w.ratio) w = {ratio, c.name + "/" + dt + "/" + shape};
+  }
+  set.synchronize();  // the volumes are freed next, stream-ordered
+}
+
+}  // namespace
+
+void list_filter_sweep() {
+  for (const auto& c : all_cases())
+    std::printf("%-24s op=%s dims=%d %s\n", c.name.c_str(), c.opname.c_str(), c.dims,
+                c.param.c_str());
+}
+
+int run_filter_sweep(vox::stream_set& set, const sweep_options& o) {
+  std::vector<vox::extent3> shapes;
+  for (const auto& s : split(o.shapes, ",")) {
+    vox::extent3 e;
+    if (!parse_shape(s, e)) {
+      std::fprintf(stderr, "bench_ops: --sweep-shapes: bad shape '%s' (XxYxZ or N^3)\n",
+                   s.c_str());
+      return 2;
+    }
+    shapes.push_back(e);
+  }
+  std::vector<std::string> types;
+  for (auto s : split(o.types, ",")) {
+    if (s == "uint8") s = "u8";
+    if (s == "uint16") s = "u16";
+    if (s == "float" || s == "float32") s = "f32";
+    if (s != "u8" && s != "u16" && s != "f32") {
+      std::fprintf(stderr, "bench_ops: --sweep-types: '%s' is not u8, u16 or f32\n", s.c_str());
+      return 2;
+    }
+    types.push_back(s);
+  }
+  const auto tokens = split(o.ops, ",+|");
+  std::vector<case_desc> cases;
+  for (const auto& c : all_cases())
+    if (op_selected(c, tokens)) cases.push_back(c);
+  if (shapes.empty() || types.empty() || cases.empty()) {
+    std::fprintf(stderr, "bench_ops: the sweep selects no case (see --sweep-list)\n");
+    return 2;
+  }
+
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "properties");
+  std::printf("bench_ops --sweep on %s (%d SMs), %zu streams: %zu cases x %zu types x %zu shapes "
+              "(+ a copy each); median of %d runs, slow cases (> %.0f ms) max(5, %.0f ms / probe) "
+              "runs\n",
+              prop.name, prop.multiProcessorCount, set.size(), cases.size(), types.size(),
+              shapes.size(), o.max_reps, o.slow_ms, o.cap_ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  timer t(set);
+  std::vector<worst> worst_of(n_family);
+  for (const auto& e : shapes)
+    for (const auto& ty : types) {
+      if (ty == "u8") sweep_type<std::uint8_t>(set, t, o, e, cases, worst_of);
+      if (ty == "u16") sweep_type<std::uint16_t>(set, t, o, e, cases, worst_of);
+      if (ty == "f32") sweep_type<float>(set, t, o, e, cases, worst_of);
+    }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::printf("\nworst ratio to copy of every op family (sweep took %.1f s)\n", secs);
+  std::printf("%-14s %8s %8s  %-7s %s\n", "family", "ratio", "target", "", "worst case");
+  for (int f = 0; f < n_family; ++f) {
+    const worst& w = worst_of[static_cast<std::size_t>(f)];
+    if (w.ratio < 0) {
+      std::printf("%-14s %8s %7.1fx  %-7s\n", family_name[f], "-", family_target[f], "not run");
+      continue;
+    }
+    const bool ok = w.ratio <= family_target[f];
+    std::printf("%-14s %7.2fx %7.1fx  %-7s %s\n", family_name[f], w.ratio, family_target[f],
+                ok ? "meets" : "misses", w.where.c_str());
+  }
+  for (int f = 0; f < n_family; ++f) {
+    const worst& w = worst_of[static_cast<std::size_t>(f)];
+    if (w.ratio < 0) continue;
+    std::printf("RESULT sweep_worst %s ratio=%.3f target=%.1f %s case=%s\n", family_name[f],
+                w.ratio, family_target[f], w.ratio <= family_target[f] ? "meets" : "misses",
+                w.where.c_str());
+  }
+  return 0;
+}
+
+}  // namespace voxbench
