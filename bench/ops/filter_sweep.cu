@@ -7,6 +7,7 @@
 //          ms=<median> GBps=<bytes / ms> xcopy=<ms / copy ms> reps=<n> streams=<n>
 //   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
 //          case=<case>/<dtype>/<shape>
+//   RESULT sweep_harness empty ms=<the fork and join alone> streams=<n>   (first)
 // `bytes` is the input read once plus the output written once (gaussian writes float).
 // Shapes are x by y by z (z: the slices); scipy's array of the same volume is (z, y, x).
 #include "bench_ops.hpp"
@@ -344,6 +345,11 @@ int run_filter_sweep(vox::stream_set& set, const sweep_options& o) {
               shapes.size(), o.max_reps, o.slow_ms, o.cap_ms);
   const auto t0 = std::chrono::steady_clock::now();
   timer t(set);
+  // The harness alone (the fork and the join of every stream, no op): part of every figure, and
+  // not small next to a uint8 copy (a 512x512x300 one moves 150 MB: ~35 us on an H200).
+  const float empty_ms = t.median(o.max_reps, [](int) {});
+  std::printf("%-24s %-4s %-12s %9.3f ms  (join, no op)\n", "timing harness", "-", "-", empty_ms);
+  std::printf("RESULT sweep_harness empty ms=%.4f streams=%d\n", empty_ms, o.streams);
   std::vector<worst> worst_of(n_family);
   for (const auto& e : shapes)
     for (const auto& ty : types) {
