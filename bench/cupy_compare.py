@@ -38,6 +38,13 @@ family: ratio to copy against its target and the least speedup over cupyx (media
 
     RESULT cupy_sweep <case> <dtype> shape=XxYxZ vox_ms=... xcopy=... cupyx_ms=... speedup=...
         cupyx_xcopy=<cupyx ms / cupyx copy ms> [cucim_ms=... cucim_speedup=...]
+
+GPU time of the full side-by-side run (estimate, H200): bench_ops ~1 min, cupyx ~2-4 min (its
+median 5 takes ~150 ms a call; CuPy compiles each kernel on first use, a minute or two more the
+first time), about as much again for cuCIM. A quick subset:
+
+    python3 bench/cupy_compare.py build/cuda/bench/ops/bench_ops --sweep \
+        --sweep-shapes 512x512x300 --sweep-types f32 --sweep-ops box+minmax+gaussian+median_size=3
 """
 
 import argparse

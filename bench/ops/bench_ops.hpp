@@ -4,7 +4,7 @@
 // main.cu times every registered case on 512^3 float32 and uint16 volumes with CUDA events:
 // warm-up, median of >= 20 runs, inputs rotated among several volumes so L2 cannot serve them,
 // and reports ms, GB/s and the fraction of the device-to-device copy bandwidth measured in the
-// same run.
+// same run. `bench_ops --sweep` runs the filter sweep of filter_sweep.cu instead (main.cu's usage).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -32,7 +32,17 @@ namespace {
 enum class op_kind { uniform, erosion, dilation, gaussian, median };
 
 // The op families of the summary, with their targets (ratio to copy of the same volume).
-enum family : int { box3, box2, minmax3, minmax2, gauss_f32, gauss_int, median3, median5, n_family };
+enum family : int {
+  box3,
+  box2,
+  minmax3,
+  minmax2,
+  gauss_f32,
+  gauss_int,
+  median3,
+  median5,
+  n_family
+};
 constexpr const char* family_name[n_family] = {"box_3d",        "box_2d",       "minmax_3d",
                                                "minmax_2d",     "gaussian_f32", "gaussian_int",
                                                "median_size=3", "median_size=5"};
@@ -43,9 +53,9 @@ struct case_desc {
   int dims{3};
   std::size_t size{3};
   vox::sigma3 sigma{1.0};
-  std::string name;   // e.g. uniform2d_size=5, gaussian_sigma=x1y1z3
-  std::string opname; // e.g. uniform2d
-  std::string param;  // size=5 or sigma_xyz=1,1,3
+  std::string name;    // e.g. uniform2d_size=5, gaussian_sigma=x1y1z3
+  std::string opname;  // e.g. uniform2d
+  std::string param;   // size=5 or sigma_xyz=1,1,3
 };
 
 std::string num(double v) {
@@ -74,16 +84,16 @@ std::vector<case_desc> all_cases() {
         c.name = c.opname + "_" + c.param;
         v.push_back(c);
       }
-  for (const vox::sigma3 sg : {vox::sigma3(1.0), vox::sigma3(2.0), vox::sigma3(4.0),
-                               vox::sigma3(1.0, 1.0, 3.0)}) {
+  for (const vox::sigma3 sg :
+       {vox::sigma3(1.0), vox::sigma3(2.0), vox::sigma3(4.0), vox::sigma3(1.0, 1.0, 3.0)}) {
     case_desc c;
     c.op = op_kind::gaussian;
     c.sigma = sg;
     c.opname = "gaussian";
     c.param = "sigma_xyz=" + num(sg.x) + "," + num(sg.y) + "," + num(sg.z);
     const bool iso = sg.x == sg.y && sg.y == sg.z;
-    c.name = "gaussian_sigma=" +
-             (iso ? num(sg.x) : "x" + num(sg.x) + "y" + num(sg.y) + "z" + num(sg.z));
+    c.name =
+        "gaussian_sigma=" + (iso ? num(sg.x) : "x" + num(sg.x) + "y" + num(sg.y) + "z" + num(sg.z));
     v.push_back(c);
   }
   for (std::size_t s : {3, 5}) {
@@ -126,11 +136,15 @@ bool op_selected(const case_desc& c, const std::vector<std::string>& tokens) {
 
 int family_of(const case_desc& c, bool is_float) {
   switch (c.op) {
-    case op_kind::uniform: return c.dims == 3 ? box3 : box2;
+    case op_kind::uniform:
+      return c.dims == 3 ? box3 : box2;
     case op_kind::erosion:
-    case op_kind::dilation: return c.dims == 3 ? minmax3 : minmax2;
-    case op_kind::gaussian: return is_float ? gauss_f32 : gauss_int;
-    case op_kind::median: return c.size == 3 ? median3 : median5;
+    case op_kind::dilation:
+      return c.dims == 3 ? minmax3 : minmax2;
+    case op_kind::gaussian:
+      return is_float ? gauss_f32 : gauss_int;
+    case op_kind::median:
+      return c.size == 3 ? median3 : median5;
   }
   return box3;
 }
@@ -252,9 +266,10 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
   const double copy_gbps = same / (copy.ms * 1e6);
   std::printf("%-24s %-4s %-12s %9.3f ms %8.1f GB/s  %6.2fx copy  (%d runs)\n", "copy", dt,
               shape.c_str(), copy.ms, copy_gbps, 1.0, copy.reps);
-  std::printf("RESULT sweep copy %s shape=%s op=copy dims=3 size=1 ms=%.4f GBps=%.1f xcopy=1.000 "
-              "reps=%d streams=%d\n",
-              dt, shape.c_str(), copy.ms, copy_gbps, copy.reps, o.streams);
+  std::printf(
+      "RESULT sweep copy %s shape=%s op=copy dims=3 size=1 ms=%.4f GBps=%.1f xcopy=1.000 "
+      "reps=%d streams=%d\n",
+      dt, shape.c_str(), copy.ms, copy_gbps, copy.reps, o.streams);
   std::fflush(stdout);
 
   for (const case_desc& c : cases) {
@@ -286,10 +301,11 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     const double ratio = m.ms / copy.ms;
     std::printf("%-24s %-4s %-12s %9.3f ms %8.1f GB/s  %6.2fx copy  (%d runs)\n", c.name.c_str(),
                 dt, shape.c_str(), m.ms, gbps, ratio, m.reps);
-    std::printf("RESULT sweep %s %s shape=%s op=%s dims=%d %s ms=%.4f GBps=%.1f xcopy=%.3f "
-                "reps=%d streams=%d\n",
-                c.name.c_str(), dt, shape.c_str(), c.opname.c_str(), c.dims, c.param.c_str(),
-                m.ms, gbps, ratio, m.reps, o.streams);
+    std::printf(
+        "RESULT sweep %s %s shape=%s op=%s dims=%d %s ms=%.4f GBps=%.1f xcopy=%.3f "
+        "reps=%d streams=%d\n",
+        c.name.c_str(), dt, shape.c_str(), c.opname.c_str(), c.dims, c.param.c_str(), m.ms, gbps,
+        ratio, m.reps, o.streams);
     std::fflush(stdout);
     worst& w = worst_of[static_cast<std::size_t>(family_of(c, std::is_same_v<T, float>))];
     if (ratio > w.ratio) w = {ratio, c.name + "/" + dt + "/" + shape};
@@ -310,8 +326,7 @@ int run_filter_sweep(vox::stream_set& set, const sweep_options& o) {
   for (const auto& s : split(o.shapes, ",")) {
     vox::extent3 e;
     if (!parse_shape(s, e)) {
-      std::fprintf(stderr, "bench_ops: --sweep-shapes: bad shape '%s' (XxYxZ or N^3)\n",
-                   s.c_str());
+      std::fprintf(stderr, "bench_ops: --sweep-shapes: bad shape '%s' (XxYxZ or N^3)\n", s.c_str());
       return 2;
     }
     shapes.push_back(e);
@@ -338,11 +353,12 @@ int run_filter_sweep(vox::stream_set& set, const sweep_options& o) {
 
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
-  std::printf("bench_ops --sweep on %s (%d SMs), %zu streams: %zu cases x %zu types x %zu shapes "
-              "(+ a copy each); median of %d runs, slow cases (> %.0f ms) max(5, %.0f ms / probe) "
-              "runs\n",
-              prop.name, prop.multiProcessorCount, set.size(), cases.size(), types.size(),
-              shapes.size(), o.max_reps, o.slow_ms, o.cap_ms);
+  std::printf(
+      "bench_ops --sweep on %s (%d SMs), %zu streams: %zu cases x %zu types x %zu shapes "
+      "(+ a copy each); median of %d runs, slow cases (> %.0f ms) max(5, %.0f ms / probe) "
+      "runs\n",
+      prop.name, prop.multiProcessorCount, set.size(), cases.size(), types.size(), shapes.size(),
+      o.max_reps, o.slow_ms, o.cap_ms);
   const auto t0 = std::chrono::steady_clock::now();
   timer t(set);
   // The harness alone (the fork and the join of every stream, no op): part of every figure, and
@@ -357,8 +373,7 @@ int run_filter_sweep(vox::stream_set& set, const sweep_options& o) {
       if (ty == "u16") sweep_type<std::uint16_t>(set, t, o, e, cases, worst_of);
       if (ty == "f32") sweep_type<float>(set, t, o, e, cases, worst_of);
     }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::printf("\nworst ratio to copy of every op family (sweep took %.1f s)\n", secs);
   std::printf("%-14s %8s %8s  %-7s %s\n", "family", "ratio", "target", "", "worst case");

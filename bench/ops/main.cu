@@ -16,12 +16,16 @@
 //                   uniform2d, erosion, erosion2d, dilation, dilation2d, gaussian, median) or
 //                   groups (box, minmax, 3d, 2d, all), separated by '+' or ','; --sweep-list
 //                   prints the case names
-//   --sweep-cap-ms  timed milliseconds per slow case (default 1000): a case whose probe run takes
-//                   over 20 ms runs max(5, min(reps, cap / probe)) times, after 1 warm-up
-//                   (fast cases: 3 warm-ups and --reps runs, as the other cases)
+//   --sweep-cap-ms  timed milliseconds per slow case (default 1000): after 1 warm-up, a probe run;
+//                   a case whose probe took over 20 ms is timed max(5, min(reps, cap / probe))
+//                   times, any other gets 1 more warm-up and --reps runs (as the other cases).
+//                   So a case costs at most ~23 x 20 ms, or 2 probes + max(cap, 5 probes).
 // Inputs are seeded random volumes (u8 in [0, 256), u16 in [0, 4096), f32 in [0, 1)), 3 of each
-// rotated so that L2 cannot serve them. The full sweep (186 timed cases) takes about 1 to 2
-// minutes of GPU time on an H200 (median 5 is the slow part); see README's sweep section.
+// rotated so that L2 cannot serve them. The full sweep is 186 timed cases (30 filters + a copy, for
+// 3 types and 2 shapes). Estimated GPU time on an H200: ~1 minute (median 5 at up to ~500 ms a
+// call is ~20 s of it: 7 calls for each of its 6 cases; the input generation on the host ~10 s);
+// bounded by ~4 minutes even if every case took 20-200 ms. The summary's heading says what the
+// run took.
 // Reproduce it, then side by side with cupyx.scipy.ndimage:
 //   build/cuda/bench/ops/bench_ops --sweep
 //   python3 bench/cupy_compare.py build/cuda/bench/ops/bench_ops --sweep
