@@ -2,6 +2,7 @@
 // Sobel and gradient magnitude are in filter_sobel.cu, median in filter_median.cu.
 #include <voxstream/ops/filter.hpp>
 
+#include "filter_box.cuh"
 #include "filter_detail.cuh"
 
 namespace vox {
@@ -38,6 +39,7 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
       return;
     }
   }
+  if (run_box_fused<T, P>(streams, op, in, out, r, o)) return;
 #endif
 
   // 1D passes in scipy's order (z, y, x); size-1 axes are identities and are skipped.
@@ -558,10 +560,15 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
   // 1D passes in scipy's order, weights computed per tap: exp(-o^2 / (2 sigma^2)) / sum.
   auto norm = [&](int a) {
     double sum = 0;
-    for (idx_t i = -r[a]; i <= r[a]; ++i) sum += std::exp(-0.5 / (sg[a] * sg[a]) * double(i * i));
+    for (idx_t i = -r[a]; i <= r[a]; ++i) sum += i == 0 ? 1.0 : std::exp(-0.5 / (sg[a] * sg[a]) * double(i * i));
     return static_cast<F>(1.0 / sum);
   };
-  auto p1 = [&](int a) { return static_cast<F>(-0.5 / (sg[a] * sg[a])); };
+  // -1 / (2 sigma^2), kept finite: a tiny sigma (radius 0) made it -inf, and -inf * 0 at the
+  // centre tap gave NaN.
+  auto p1 = [&](int a) {
+    return static_cast<F>(std::max(-0.5 / (sg[a] * sg[a]),
+                                   -static_cast<double>(std::numeric_limits<F>::max())));
+  };
   volume<F>& t = tmp();
   if (o.dims == 3) {
     run_pass<T, F, F, pass_op::gauss>(streams, op, in, out, 2, r[2], o.mode, cval, norm(2), p1(2));

@@ -181,7 +181,8 @@ inline std::vector<double> gauss_weights(double sigma, idx_t r) {
   std::vector<double> w(static_cast<std::size_t>(2 * r + 1));
   double sum = 0;
   for (idx_t i = -r; i <= r; ++i) {
-    w[static_cast<std::size_t>(i + r)] = std::exp(-0.5 / (sigma * sigma) * double(i * i));
+    // The centre tap is exp(0) = 1 for any sigma (-0.5 / sigma^2 is -inf when sigma^2 underflows).
+    w[static_cast<std::size_t>(i + r)] = i == 0 ? 1.0 : std::exp(-0.5 / (sigma * sigma) * double(i * i));
     sum += w[static_cast<std::size_t>(i + r)];
   }
   for (auto& v : w) v /= sum;

@@ -1,9 +1,13 @@
-// Median filter of size 3 or 5. 3x3x3 on the CUDA backend is a fused z-marching kernel (one for
-// voxels of up to 4 bytes, one for 8-byte voxels); the other cases select per voxel (the 3x3 and
-// 3x3x3 windows through the same networks).
+// Median, rank and percentile filters. The 3x3x3 median on the CUDA backend is a fused
+// z-marching kernel (one for voxels of up to 4 bytes, one for 8-byte voxels); the other windows
+// take the rank machinery of filter_rank.cuh on the CUDA backend and select per voxel on the
+// host backend (the 3x3 and 3x3x3 median windows through the same networks).
 #include <voxstream/ops/filter.hpp>
 
+#include <cmath>
+
 #include "filter_detail.cuh"
+#include "filter_rank.cuh"
 
 namespace vox {
 namespace {
@@ -318,39 +322,159 @@ void run_median_voxels(stream_set& streams, const char* op, const volume<T>& in,
                [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
 }
 
+#if !VOX_BACKEND_CUDA
+/// The rank-th smallest of any box window of up to max_rank_window voxels, one voxel per call
+/// (the host backend's path).
+template <class T>
+struct rank_fn {
+  const T* in;
+  T* out;
+  idx_t nx, ny, nz;
+  idx_t rx, ry, rz;
+  int rank;
+  border mode;
+  T cval;
+
+  void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
+    const idx_t x = static_cast<idx_t>(ux), y = static_cast<idx_t>(uy), z = static_cast<idx_t>(uz);
+    T v[max_rank_window];
+    int k = 0;
+    for (idx_t dz = -rz; dz <= rz; ++dz) {
+      const idx_t mz = map_border(z + dz, nz, mode);
+      for (idx_t dy = -ry; dy <= ry; ++dy) {
+        const idx_t my = map_border(y + dy, ny, mode);
+        for (idx_t dx = -rx; dx <= rx; ++dx) {
+          const idx_t mx = map_border(x + dx, nx, mode);
+          v[k++] = (mx < 0 || my < 0 || mz < 0) ? cval : in[(mz * ny + my) * nx + mx];
+        }
+      }
+    }
+    out[(z * ny + y) * nx + x] = select_kth(v, k, rank);
+  }
+};
+#endif
+
+/// The rank filter of 0-based rank `rank` in [0, window) over the box of radii r, after the
+/// arguments were checked: erosion and dilation for the extreme ranks (as scipy), the median
+/// kernels and networks for 3x3(x3) medians, the rank machinery else.
+template <class T>
+void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out, radii r,
+               long rank, const filter_options& o) {
+  if (o.dims == 2) r.z = 0;
+  const long window = static_cast<long>(2 * r.x + 1) * (2 * r.y + 1) * (2 * r.z + 1);
+  const filter_size size{static_cast<std::size_t>(2 * r.x + 1),
+                         static_cast<std::size_t>(2 * r.y + 1),
+                         static_cast<std::size_t>(2 * r.z + 1)};
+  if (rank == 0) {
+    grey_erosion(streams, in, out, size, o);
+    return;
+  }
+  if (rank == window - 1) {
+    grey_dilation(streams, in, out, size, o);
+    return;
+  }
+  const T cval = to_voxel<T>(o.cval);
+  const bool cube3 = r.x == 1 && r.y == 1 && (o.dims == 2 || r.z == 1) && rank == window / 2;
+#if VOX_BACKEND_CUDA
+  if (cube3 && o.dims == 3) {
+    run_median3<T>(streams, op, in, out, o.mode, cval);
+    return;
+  }
+  if (!cube3 && run_rank_kernel<T>(streams, op, in, out, r, o.dims, rank, o.mode, cval)) return;
+#endif
+  if (cube3) {
+    if (o.dims == 3) {
+      run_median_voxels<T, 3, true>(streams, op, in, out, o.mode, cval);
+    } else {
+      run_median_voxels<T, 3, false>(streams, op, in, out, o.mode, cval);
+    }
+    return;
+  }
+#if VOX_BACKEND_CUDA
+  // run_rank_kernel serves every window that check_rank admits, on slices of up to 2^32 voxels.
+  VOX_FAIL(op, "slices of " + std::to_string(in.extent().slice_voxels()) +
+                   " voxels: the CUDA rank filters take slices of at most 2^32 voxels");
+#else
+  const extent3 e = in.extent();
+  const rank_fn<T> f{in.data(),
+                     out.data(),
+                     static_cast<idx_t>(e.x),
+                     static_cast<idx_t>(e.y),
+                     static_cast<idx_t>(e.z),
+                     r.x,
+                     r.y,
+                     r.z,
+                     static_cast<int>(rank),
+                     o.mode,
+                     cval};
+  exec::run_op(streams, op, streams.plan(e.z), {vox::read(in, z_halo(r.z, e)), vox::write(out)},
+               [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
+#endif
+}
+
+/// Checks a rank filter's arguments; returns the window's radii and its voxel count.
+template <class T>
+radii check_rank(const char* op, const volume<T>& in, const volume<T>& out,
+                 const filter_size& size, const filter_options& o, long& window) {
+  check_options(op, o);
+  check_io(op, in, out);
+  const radii r = check_size(op, size, o.dims);
+  window = static_cast<long>(2 * r.x + 1) * (2 * r.y + 1) * (o.dims == 3 ? 2 * r.z + 1 : 1);
+  VOX_EXPECTS(r.x <= 7 && r.y <= 7 && (o.dims == 2 || r.z <= 7) &&
+                  static_cast<std::size_t>(window) <= max_rank_window,
+              op,
+              "window of " + std::to_string(size.x) + "x" + std::to_string(size.y) +
+                  (o.dims == 3 ? "x" + std::to_string(size.z) : std::string()) +
+                  " voxels: rank filters take windows of at most 15 voxels along each axis");
+  return r;
+}
+
 }  // namespace
 
 template <class T>
-void median(stream_set& streams, const volume<T>& in, volume<T>& out, std::size_t size,
+void median(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
             const filter_options& opts) {
   const char* op = "median";
-  check_options(op, opts);
-  check_io(op, in, out);
-  VOX_EXPECTS(size == 3 || size == 5, op, "size must be 3 or 5, got " + std::to_string(size));
-  const T cval = to_voxel<T>(opts.cval);
-  const bool d3 = opts.dims == 3;
-#if VOX_BACKEND_CUDA
-  if (size == 3 && d3) {
-    run_median3<T>(streams, op, in, out, opts.mode, cval);
-    return;
-  }
-#endif
-  if (size == 3) {
-    if (d3) {
-      run_median_voxels<T, 3, true>(streams, op, in, out, opts.mode, cval);
-    } else {
-      run_median_voxels<T, 3, false>(streams, op, in, out, opts.mode, cval);
-    }
-  } else if (d3) {
-    run_median_voxels<T, 5, true>(streams, op, in, out, opts.mode, cval);
-  } else {
-    run_median_voxels<T, 5, false>(streams, op, in, out, opts.mode, cval);
-  }
+  long window = 0;
+  const radii r = check_rank(op, in, out, size, opts, window);
+  rank_impl(streams, op, in, out, r, window / 2, opts);
 }
 
-#define VOX_INSTANTIATE(T)                                                        \
-  template void median<T>(stream_set&, const volume<T>&, volume<T>&, std::size_t, \
-                          const filter_options&);
+template <class T>
+void rank_filter(stream_set& streams, const volume<T>& in, volume<T>& out, long rank,
+                 filter_size size, const filter_options& opts) {
+  const char* op = "rank_filter";
+  long window = 0;
+  const radii r = check_rank(op, in, out, size, opts, window);
+  const long k = rank < 0 ? rank + window : rank;
+  VOX_EXPECTS(k >= 0 && k < window, op,
+              "rank " + std::to_string(rank) + " is not within the window of " +
+                  std::to_string(window) + " voxels (use 0.." + std::to_string(window - 1) +
+                  ", or -" + std::to_string(window) + "..-1 from the largest)");
+  rank_impl(streams, op, in, out, r, k, opts);
+}
+
+template <class T>
+void percentile_filter(stream_set& streams, const volume<T>& in, volume<T>& out,
+                       double percentile, filter_size size, const filter_options& opts) {
+  const char* op = "percentile_filter";
+  long window = 0;
+  const radii r = check_rank(op, in, out, size, opts, window);
+  VOX_EXPECTS(std::isfinite(percentile) && percentile >= -100.0 && percentile <= 100.0, op,
+              "percentile must be within [-100, 100], got " + std::to_string(percentile));
+  const double p = percentile < 0 ? percentile + 100.0 : percentile;
+  // scipy: rank = int(filter_size * percentile / 100), the last voxel for 100.
+  const long k = p == 100.0 ? window - 1 : static_cast<long>(static_cast<double>(window) * p / 100.0);
+  rank_impl(streams, op, in, out, r, k, opts);
+}
+
+#define VOX_INSTANTIATE(T)                                                                  \
+  template void median<T>(stream_set&, const volume<T>&, volume<T>&, filter_size,             \
+                          const filter_options&);                                             \
+  template void rank_filter<T>(stream_set&, const volume<T>&, volume<T>&, long, filter_size,  \
+                               const filter_options&);                                        \
+  template void percentile_filter<T>(stream_set&, const volume<T>&, volume<T>&, double,       \
+                                     filter_size, const filter_options&);
 VOX_INSTANTIATE(std::uint8_t)
 VOX_INSTANTIATE(std::uint16_t)
 VOX_INSTANTIATE(std::int16_t)

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -289,10 +290,11 @@ std::vector<double> ref_gradmag(const std::vector<double>& in, const extent3& e,
   return m;
 }
 
+/// scipy's rank_filter over a box of `size` (2D: x and y only): the 0-based `rank`-th smallest.
 template <class T>
-std::vector<double> ref_median(const std::vector<double>& in, const extent3& e, std::size_t size,
-                               const vox::filter_options& o) {
-  const idx r = idx(size / 2), rz = o.dims == 3 ? r : 0;
+std::vector<double> ref_rank(const std::vector<double>& in, const extent3& e, vox::filter_size s,
+                             long rank, const vox::filter_options& o) {
+  const idx rx = idx(s.x / 2), ry = idx(s.y / 2), rz = o.dims == 3 ? idx(s.z / 2) : 0;
   const double cval = quant<T>(o.cval);
   const idx n[3] = {idx(e.x), idx(e.y), idx(e.z)};
   std::vector<double> out(in.size()), w;
@@ -301,8 +303,8 @@ std::vector<double> ref_median(const std::vector<double>& in, const extent3& e, 
       for (idx x = 0; x < n[0]; ++x) {
         w.clear();
         for (idx dz = -rz; dz <= rz; ++dz) {
-          for (idx dy = -r; dy <= r; ++dy) {
-            for (idx dx = -r; dx <= r; ++dx) {
+          for (idx dy = -ry; dy <= ry; ++dy) {
+            for (idx dx = -rx; dx <= rx; ++dx) {
               const idx mx = ref_map(x + dx, n[0], o.mode), my = ref_map(y + dy, n[1], o.mode),
                         mz = ref_map(z + dz, n[2], o.mode);
               w.push_back(mx < 0 || my < 0 || mz < 0
@@ -311,12 +313,19 @@ std::vector<double> ref_median(const std::vector<double>& in, const extent3& e, 
             }
           }
         }
-        std::nth_element(w.begin(), w.begin() + long(w.size() / 2), w.end());
-        out[static_cast<std::size_t>((z * n[1] + y) * n[0] + x)] = w[w.size() / 2];
+        std::nth_element(w.begin(), w.begin() + rank, w.end());
+        out[static_cast<std::size_t>((z * n[1] + y) * n[0] + x)] = w[static_cast<std::size_t>(rank)];
       }
     }
   }
   return out;
+}
+
+template <class T>
+std::vector<double> ref_median(const std::vector<double>& in, const extent3& e, std::size_t size,
+                               const vox::filter_options& o) {
+  const long n = long(size * size) * (o.dims == 3 ? long(size) : 1);
+  return ref_rank<T>(in, e, size, n / 2, o);
 }
 
 // ---- checks of one op on one volume ----------------------------------------------------------
@@ -404,6 +413,30 @@ void check_median(const extent3& e, std::size_t size, const vox::filter_options&
   expect_close(fetch(set, out), ref_median<T>(to_double(h), e, size, o), 0.0, e);
 }
 
+/// rank_filter (rank >= -window) or, with `pct`, percentile_filter of `percentile`, on `h`.
+template <class T>
+void check_rank(const extent3& e, const std::vector<T>& h, vox::filter_size s, long rank,
+                const vox::filter_options& o, const stream_config& c, bool pct = false,
+                double percentile = 0.0) {
+  SCOPED_TRACE(describe(o) + ", size " + std::to_string(s.x) + "x" + std::to_string(s.y) + "x" +
+               std::to_string(s.z) +
+               (pct ? ", percentile " + std::to_string(percentile) : ", rank " + std::to_string(rank)) +
+               ", " + e.str() + ", " + describe(c));
+  vox::stream_set set = make_set(c);
+  const vox::volume<T> in = make_volume(set, e, h);
+  vox::volume<T> out = poisoned<T>(set, e);
+  const long window = long(s.x * s.y) * (o.dims == 3 ? long(s.z) : 1);
+  long k = rank < 0 ? rank + window : rank;
+  if (pct) {
+    const double p = percentile < 0 ? percentile + 100 : percentile;
+    k = p == 100.0 ? window - 1 : long(double(window) * p / 100.0);
+    vox::percentile_filter(set, in, out, percentile, s, o);
+  } else {
+    vox::rank_filter(set, in, out, rank, s, o);
+  }
+  expect_close(fetch(set, out), ref_rank<T>(to_double(h), e, s, k, o), 0.0, e);
+}
+
 vox::filter_options opts(border m, int dims, double cval = 0.0, double truncate = 4.0) {
   vox::filter_options o;
   o.mode = m;
@@ -449,6 +482,32 @@ TYPED_TEST(FilterTyped, ErosionDilationMatchReference) {
   check_box<T>(box_op::dilation, odd_ext, 5, opts(border::wrap, 3), three, 26);
 }
 
+// Windows up to the fused CUDA box kernels' limits (x 33, y 25) and deeper than the volume in
+// z, over volumes of several tiles in x and y and several z chunks per slab; 2D too. The border
+// modes take turns across the sizes. cval is exact in every voxel type (the fused mean's
+// condition; the small-volume tests above cover a fractional cval).
+TYPED_TEST(FilterTyped, BoxWindowsAcrossTilesAndChunks) {
+  using T = TypeParam;
+  const extent3 e{150, 70, 45};
+  const vox::filter_size sizes[] = {{9, 9, 9}, {33, 25, 5}, {5, 7, 41}, {3, 3, 3}, {1, 11, 3}};
+  std::uint32_t seed = 60;
+  int turn = 0;
+  // The host backend runs the 1D passes that the other tests cover: two sizes there.
+  const std::size_t n = VOX_BACKEND_CUDA ? std::size(sizes) : 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    const vox::filter_size& s = sizes[i];
+    const border m = all_modes[turn++ % 4];
+    check_box<T>(box_op::uniform, e, s, opts(m, 3, 4.0), three, ++seed);
+    check_box<T>(box_op::erosion, e, s, opts(m, 3, -1.0), three, ++seed);
+    check_box<T>(box_op::dilation, e, s, opts(m, 3, 7.5), three, ++seed);
+  }
+  for (border m : all_modes) {
+    check_box<T>(box_op::uniform, e, {7, 5, 1}, opts(m, 2, 4.0), three, ++seed);
+    check_box<T>(box_op::erosion, e, {9, 9, 1}, opts(m, 2, 2.0), three, ++seed);
+    check_box<T>(box_op::dilation, e, {5, 9, 1}, opts(m, 2, 2.0), three, ++seed);
+  }
+}
+
 TYPED_TEST(FilterTyped, GaussianMatchesReference) {
   using T = TypeParam;
   for (border m : all_modes) {
@@ -484,6 +543,54 @@ TYPED_TEST(FilterTyped, MedianMatchesReference) {
   }
   check_median<T>(odd_ext, 3, opts(border::reflect, 3), three, 53);
   check_median<T>(odd_ext, 5, opts(border::nearest, 3), three, 54);
+}
+
+// Ranks of every kind over windows of several shapes: the CUDA rank machinery (tiles of 16
+// columns, z chunks of 32 slices, 8- and 16-bit counters) and the host's per-voxel selection.
+TYPED_TEST(FilterTyped, RankAndPercentileMatchReference) {
+  using T = TypeParam;
+  const extent3 e{40, 21, 37};
+  const std::vector<T> h = random_voxels<T>(e, 41);
+  int turn = 0;
+  for (const vox::filter_size s : {vox::filter_size{5}, vox::filter_size{3, 5, 7},
+                                   vox::filter_size{7, 1, 3}}) {
+    const long window = long(s.x * s.y * s.z);
+    // Two ranks a window on the host backend (its per-voxel selection is slow under sanitizers).
+    const long ranks[] = {window / 2, -2L, 1L, window / 3};
+    for (std::size_t i = 0; i < (VOX_BACKEND_CUDA ? 4u : 2u); ++i) {
+      const long rank = ranks[i];
+      const border m = all_modes[turn++ % 4];
+      check_rank<T>(e, h, s, rank, opts(m, 3, 5.0), three);
+    }
+  }
+  check_rank<T>(e, h, 5, 0, opts(border::constant, 3, -4.0), three);    // erosion
+  check_rank<T>(e, h, 5, -1, opts(border::wrap, 3), three);             // dilation
+  check_rank<T>(e, h, {9, 7, 1}, 20, opts(border::reflect, 2), three);  // 2D
+  check_rank<T>(e, h, 5, 0, opts(border::nearest, 2, 1.0), three, true, 30.0);
+  check_rank<T>(e, h, {3, 3, 5}, 0, opts(border::constant, 3, 2.0), three, true, -25.0);
+  check_rank<T>(e, h, 5, 0, opts(border::reflect, 3), three, true, 100.0);
+  check_rank<T>(small_ext, random_voxels<T>(small_ext, 42), 7, 171, opts(border::reflect, 3),
+                three);
+}
+
+// Data the bin map meets in practice: integers in a narrow range (one value per bin), and
+// values bunched between far outliers (many voxels in the rank's bin), with ties.
+TYPED_TEST(FilterTyped, RankOfBunchedAndNarrowData) {
+  using T = TypeParam;
+  const extent3 e{37, 19, 40};
+  std::mt19937_64 rng(43);
+  std::vector<T> narrow(e.voxels()), bunched(e.voxels());
+  for (auto& v : narrow) v = static_cast<T>(20 + rng() % 100);
+  for (auto& v : bunched) {
+    const auto u = rng() % 100;
+    v = u < 2 ? std::numeric_limits<T>::lowest() : u < 4 ? std::numeric_limits<T>::max()
+                                                          : static_cast<T>(60 + rng() % 3);
+  }
+  for (const auto* h : {&narrow, &bunched}) {
+    check_rank<T>(e, *h, 5, 62, opts(border::reflect, 3), three);
+    check_rank<T>(e, *h, {5, 3, 5}, 10, opts(border::constant, 3, 7.0), three);
+    check_rank<T>(e, *h, {5, 5, 1}, 12, opts(border::wrap, 2), three);
+  }
 }
 
 // ---- tiles: interior and border blocks of the fused 3x3(x3) stencil -------------------------
@@ -742,6 +849,21 @@ TEST(FilterEdges, SizeOneAndZeroRadiusAreIdentities) {
   o.truncate = 0.0;  // radius 0: weights {1}
   vox::gaussian(set, in, g, 3.0, o);
   expect_close(fetch(set, g), to_double(h), 0.0, e);
+  // A sigma so small that -1 / (2 sigma^2) overflows float (and sigma^2 underflows double):
+  // radius 0, the identity (it gave NaN), in 3D and 2D.
+  for (double sigma : {3e-20, 1e-200}) {
+    for (int dims : {2, 3}) {
+      vox::filter_options t;
+      t.dims = dims;
+      g = poisoned<float>(set, e);
+      vox::gaussian(set, in, g, sigma, t);
+      expect_close(fetch(set, g), to_double(h), 0.0, e);
+      vox::volume<double> gd = poisoned<double>(set, e);
+      vox::volume<double> ind = make_volume(set, e, std::vector<double>(h.begin(), h.end()));
+      vox::gaussian(set, ind, gd, sigma, t);
+      expect_close(fetch(set, gd), to_double(h), 0.0, e);
+    }
+  }
 }
 
 // ---- scratch volumes -------------------------------------------------------------------------
@@ -847,8 +969,13 @@ TEST(FilterBadInput, ThrowsBeforeEnqueuingAndLeavesOutputUntouched) {
       {"gradient_magnitude: in place", [&] { vox::gradient_magnitude(set, out, out); }},
       {"gradient_magnitude: dims 4", [&] { vox::gradient_magnitude(set, in, out, dims4); }},
       {"median: size 4", [&] { vox::median(set, in, out, 4); }},
-      {"median: size 7", [&] { vox::median(set, in, out, 7); }},
-      {"median: size 1", [&] { vox::median(set, in, out, 1); }},
+      {"median: size 17 (over the rank window limit)", [&] { vox::median(set, in, out, 17); }},
+      {"rank_filter: rank past the window", [&] { vox::rank_filter(set, in, out, 27, 3); }},
+      {"rank_filter: rank before the window", [&] { vox::rank_filter(set, in, out, -28, 3); }},
+      {"rank_filter: even size", [&] { vox::rank_filter(set, in, out, 1, {3, 4, 3}); }},
+      {"percentile_filter: over 100", [&] { vox::percentile_filter(set, in, out, 100.5, 3); }},
+      {"percentile_filter: NaN",
+       [&] { vox::percentile_filter(set, in, out, std::nan(""), 3); }},
       {"median: extents differ", [&] { vox::median(set, in, other, 3); }},
       {"uniform u16: even size", [&] { vox::uniform(set, in16, out16, 4); }},
       {"median u16: in place", [&] { vox::median(set, out16, out16, 3); }},

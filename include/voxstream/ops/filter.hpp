@@ -1,7 +1,7 @@
 /// @file filter.hpp
 /// @brief Filters with scipy.ndimage's semantics, in 3D or per z-slice (2D), run per slab on the
 ///        stream set under the dependency ledger: box (uniform), Gaussian, Sobel, gradient
-///        magnitude, median, grey erosion and dilation.
+///        magnitude, median, rank and percentile filters, grey erosion and dilation.
 ///
 /// Every function here is asynchronous: it validates its arguments, enqueues its work on the
 /// set's streams and returns without waiting. Invalid arguments throw vox::invalid_argument
@@ -122,17 +122,44 @@ template <class T>
 void gradient_magnitude(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out,
                         const filter_options& opts = {});
 
-/// @brief Median over a cube (square with dims 2) of `size` 3 or 5, output of the input's type.
-///        Asynchronous.
+/// @brief Median over a box of odd `size` (scipy: median_filter(size=...)), output of the input's
+///        type. Asynchronous.
 ///
-/// scipy.ndimage.median_filter(size=...). In border::constant mode `cval` is first converted to
-/// the voxel type (truncated toward zero and saturated), which gives scipy's result because the
-/// median commutes with that monotone conversion. 3x3x3 on the CUDA backend is a fused
-/// sliding-window selection; other sizes select per voxel. A window holding NaN voxels gives an
+/// The rank filter of rank n / 2 of the n voxels of the window (rank_filter below). In
+/// border::constant mode `cval` is first converted to the voxel type (truncated toward zero and
+/// saturated), which gives scipy's result because the rank commutes with that monotone
+/// conversion. 3x3x3 on the CUDA backend is a fused sliding-window selection network; other
+/// windows run the rank machinery of rank_filter. A window holding NaN voxels gives an
 /// unspecified result.
 template <class T>
-void median(stream_set& streams, const volume<T>& in, volume<T>& out, std::size_t size,
+void median(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
             const filter_options& opts = {});
+
+/// @brief Rank filter: the `rank`-th smallest (0-based) of the voxels of a box window of odd
+///        `size`; a negative rank counts from the largest (-1: the maximum), as in scipy.
+///        Output of the input's type. Asynchronous.
+///
+/// scipy.ndimage.rank_filter(rank=..., size=...). Rank 0 and n - 1 of an n-voxel window are
+/// grey_erosion and grey_dilation. cval as for median. Windows of up to max_rank_window voxels
+/// (15 x 15 x 15); a rank outside the window throws vox::invalid_argument. On the CUDA backend
+/// each block keeps a 256-bin histogram per output column of its tile, slid along z (one add and
+/// one remove per voxel of the entering and leaving planes): its bins are the voxel values
+/// themselves for 8-bit voxels and integers of a tile range under 256, else an order-preserving
+/// map of the tile's value range, refined by a scan of the window for the one bin that holds
+/// the rank.
+template <class T>
+void rank_filter(stream_set& streams, const volume<T>& in, volume<T>& out, long rank,
+                 filter_size size, const filter_options& opts = {});
+
+/// @brief Percentile filter (scipy.ndimage.percentile_filter): the rank filter of rank
+///        int(n * percentile / 100) of an n-voxel window (n - 1 for 100); percentile in
+///        [-100, 100], a negative one taken as percentile + 100. Asynchronous.
+template <class T>
+void percentile_filter(stream_set& streams, const volume<T>& in, volume<T>& out,
+                       double percentile, filter_size size, const filter_options& opts = {});
+
+/// @brief The largest window (in voxels) of rank_filter, percentile_filter and median.
+inline constexpr std::size_t max_rank_window = 15 * 15 * 15;
 
 /// @brief Grey erosion (minimum filter) over a box of odd `size`, output of the input's type.
 ///        Asynchronous.

@@ -1,0 +1,353 @@
+// Internal to src/ops/filter_median.cu (CUDA only): the rank machinery of rank_filter,
+// percentile_filter and median beyond 3x3x3, for every voxel type and any box window of up to
+// 15 voxels along each axis.
+//
+// A block owns an output tile of rk_tx x rows and marches along z through a chunk of its slab;
+// each thread owns one output column. Each thread keeps a histogram of 256 bins (and 16 coarse
+// bins) of its window in shared memory, laid out [bin][thread] so that every thread always hits
+// its own bank. When the window moves one slice along z, the leaving plane's voxels are removed
+// and the entering plane's added: 2 sx sy updates per output, whatever the window's depth. The
+// rank's bin is found by 16 + 16 steps.
+//
+// Bins: for 8-bit voxels, and integer voxels whose range over the block's region (tile, halo and
+// chunk) spans under 256 values, a bin is one value and the bin is the answer. Otherwise bins
+// are an order-preserving map of that range (bin = (v - lo) * 256 / (hi - lo), clamped), and
+// the answer is selected among the window's voxels in the rank's bin (a scan of the window; a
+// bin usually holds a few of them). Ties and NaN never break the order of bins, so the result
+// is exact for any data; only its speed depends on how the values spread.
+// Not installed.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "filter_detail.cuh"
+
+#if VOX_BACKEND_CUDA && defined(__CUDACC__)
+#include "../detail/cuda_check.hpp"
+
+namespace vox::detail::filt {
+
+inline constexpr int rk_tx = 16;      ///< output columns of a tile
+inline constexpr int rk_bins = 256;   ///< histogram bins per thread
+inline constexpr int rk_coarse = 16;  ///< coarse bins (16 bins each)
+inline constexpr int rk_max_r = 7;    ///< window of up to 15 voxels along each axis
+inline constexpr int rk_cap = 16;     ///< members of the rank's bin kept for the selection
+
+/// Threads per block: 128 with 8-bit counters (windows of up to 255 voxels), 64 with 16-bit
+/// ones. Either way a thread's counter for any bin lies in bank (thread / (4 / sizeof(C))).
+template <class C>
+inline constexpr int rk_threads = sizeof(C) == 1 ? 128 : 64;
+template <class C>
+inline constexpr int rk_ty = rk_threads<C> / rk_tx;
+template <class C>
+inline constexpr int rk_pre =
+    ((rk_tx + 2 * rk_max_r) * (rk_ty<C> + 2 * rk_max_r) + rk_threads<C> - 1) / rk_threads<C>;
+
+struct rank_geom {
+  march_geom g;
+  int rx, ry, rz;
+  int rank;  ///< 0-based, in [0, window)
+};
+
+/// The key arithmetic of the order-preserving bin map (double for 8-byte and int32 voxels).
+template <class T>
+using rank_key_t = std::conditional_t<(sizeof(T) >= 4 && !std::is_same_v<T, float>), double, float>;
+
+template <class T, class C>
+std::size_t rank_shared_bytes(const rank_geom& b) {
+  const std::size_t nt = rk_threads<C>;
+  const std::size_t plane = static_cast<std::size_t>(rk_tx + 2 * b.rx) *
+                            static_cast<std::size_t>(rk_ty<C> + 2 * b.ry);
+  const std::size_t k = static_cast<std::size_t>(2 * b.rz + 1);
+  std::size_t bytes = (rk_bins + rk_coarse) * nt * sizeof(C);  // histograms
+  bytes += rk_cap * nt * sizeof(T);                             // members of the rank's bin
+  bytes += k * plane * sizeof(T);                               // the window's planes
+  bytes = (bytes + 15) / 16 * 16;
+  bytes += k * plane;                                           // their bins
+  return bytes;
+}
+
+template <class T, class C>
+__global__ void __launch_bounds__(rk_threads<C>)
+    rank_kernel(const T* __restrict__ in, T* __restrict__ out, rank_geom b, border mode, T cval) {
+  constexpr int NT = rk_threads<C>, TY = rk_ty<C>, NPRE = rk_pre<C>;
+  using K = rank_key_t<T>;
+  extern __shared__ __align__(16) unsigned char rk_dyn[];
+  const march_geom& g = b.g;
+  const idx_t slice = g.nx * g.ny;
+  const int t = static_cast<int>(threadIdx.x);
+  const int tx = t % rk_tx, ty = t / rk_tx;
+  const int hx = rk_tx + 2 * b.rx, hy = TY + 2 * b.ry, plane = hx * hy;
+  const int kz = 2 * b.rz + 1;
+  C* hist = reinterpret_cast<C*>(rk_dyn);        // [rk_bins][NT]
+  C* coarse = hist + rk_bins * NT;               // [rk_coarse][NT]
+  T* mem = reinterpret_cast<T*>(coarse + rk_coarse * NT);  // [rk_cap][NT]
+  T* raw = mem + rk_cap * NT;                    // [kz][plane]
+  unsigned char* bk = reinterpret_cast<unsigned char*>(
+      rk_dyn + (((reinterpret_cast<unsigned char*>(raw + kz * plane) - rk_dyn) + 15) / 16 * 16));
+  __shared__ T red_lo[NT / 32], red_hi[NT / 32];
+
+  for_each_march_tile(g, [&](idx_t bxi, idx_t byi, idx_t zs, idx_t ze) {
+    const idx_t x0 = bxi * rk_tx, y0 = byi * TY;
+    // This thread's share of a haloed plane (elements t + NT q): in-slice offsets and the
+    // elements outside the slice (constant mode: cval).
+    unsigned off[NPRE];
+    unsigned outside = 0;
+#pragma unroll
+    for (int q = 0; q < NPRE; ++q) {
+      const int i = t + NT * q;
+      off[q] = 0;
+      if (i < plane) {
+        const idx_t mx = map_fast(x0 + i % hx - b.rx, g.nx, mode);
+        const idx_t my = map_fast(y0 + i / hx - b.ry, g.ny, mode);
+        if (mx < 0 || my < 0) {
+          outside |= 1u << q;
+        } else {
+          off[q] = static_cast<unsigned>(my * g.nx + mx);
+        }
+      }
+    }
+    auto fetch = [&](idx_t zi, T(&v)[NPRE]) {
+      const idx_t mz = map_fast(zi, g.nz, mode);
+#pragma unroll
+      for (int q = 0; q < NPRE; ++q) {
+        const int i = t + NT * q;
+        if (i < plane)
+          v[q] = (mz < 0 || ((outside >> q) & 1u)) ? cval : in[mz * slice + off[q]];
+      }
+    };
+
+    // The bin map: the value range of the block's region [zs - rz, ze + rz).
+    T lo = T(0);
+    bool exact = std::is_same_v<T, std::uint8_t>;
+    K scale = K(0);
+    if constexpr (!std::is_same_v<T, std::uint8_t>) {
+      T mn = std::numeric_limits<T>::max(), mxv = std::numeric_limits<T>::lowest();
+      T v[NPRE];
+      for (idx_t zi = zs - b.rz; zi < ze + b.rz; ++zi) {
+        fetch(zi, v);
+#pragma unroll
+        for (int q = 0; q < NPRE; ++q) {
+          if (t + NT * q < plane) {
+            mn = vmin(mn, v[q]);
+            mxv = vmax(mxv, v[q]);
+          }
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) {
+        mn = vmin(mn, static_cast<T>(__shfl_xor_sync(0xffffffffu, mn, o)));
+        mxv = vmax(mxv, static_cast<T>(__shfl_xor_sync(0xffffffffu, mxv, o)));
+      }
+      if (t % 32 == 0) {
+        red_lo[t / 32] = mn;
+        red_hi[t / 32] = mxv;
+      }
+      __syncthreads();
+      mn = red_lo[0];
+      mxv = red_hi[0];
+#pragma unroll
+      for (int w = 1; w < NT / 32; ++w) {
+        mn = vmin(mn, red_lo[w]);
+        mxv = vmax(mxv, red_hi[w]);
+      }
+      __syncthreads();  // red_* are rewritten by the next tile
+      lo = mn;
+      const double span = static_cast<double>(mxv) - static_cast<double>(mn);
+      if constexpr (std::is_integral_v<T>) exact = span < 256.0;
+      if (!exact && span > 0 && span < std::numeric_limits<double>::infinity())
+        scale = static_cast<K>(256.0 / span);
+    }
+    auto bin_of = [&](T v) -> int {
+      if constexpr (std::is_integral_v<T>) {
+        if (exact) return static_cast<int>(static_cast<long long>(v) - static_cast<long long>(lo));
+      }
+      const K d = (static_cast<K>(v) - static_cast<K>(lo)) * scale;
+      return d >= K(255) ? 255 : (d > K(0) ? static_cast<int>(d) : 0);  // NaN: bin 0
+    };
+
+    for (int bin = 0; bin < rk_bins; ++bin) hist[bin * NT + t] = C(0);
+#pragma unroll
+    for (int c = 0; c < rk_coarse; ++c) coarse[c * NT + t] = C(0);
+    auto store_plane = [&](int slot, const T(&v)[NPRE]) {
+#pragma unroll
+      for (int q = 0; q < NPRE; ++q) {
+        const int i = t + NT * q;
+        if (i < plane) {
+          raw[slot * plane + i] = v[q];
+          bk[slot * plane + i] = static_cast<unsigned char>(bin_of(v[q]));
+        }
+      }
+    };
+    // Adds (+1) or removes (-1) this thread's window columns of the plane in `slot`.
+    auto count_plane = [&](int slot, int delta) {
+      const unsigned char* bp = bk + slot * plane + ty * hx + tx;
+      for (int dy = 0; dy <= 2 * b.ry; ++dy) {
+        for (int dx = 0; dx <= 2 * b.rx; ++dx) {
+          const int bin = bp[dy * hx + dx];
+          hist[bin * NT + t] = static_cast<C>(hist[bin * NT + t] + delta);
+          coarse[(bin >> 4) * NT + t] = static_cast<C>(coarse[(bin >> 4) * NT + t] + delta);
+        }
+      }
+    };
+
+    // Prologue: the 2 rz planes before the first entering one.
+    T pv[NPRE];
+    fetch(zs - b.rz, pv);
+    for (int s = 0; s < 2 * b.rz; ++s) {
+      store_plane(s, pv);
+      fetch(zs - b.rz + s + 1, pv);
+      __syncthreads();
+      count_plane(s, 1);
+    }
+    int slot = 2 * b.rz;  // the entering plane's slot: it held the leaving one
+    const idx_t gx = x0 + tx, gy = y0 + ty;
+    const bool mine = gx < g.nx && gy < g.ny;
+    for (idx_t z = zs; z < ze; ++z) {
+      if (z > zs) {
+        count_plane(slot, -1);
+        __syncthreads();  // every thread is done with the leaving plane (and the last scan)
+      }
+      store_plane(slot, pv);
+      if (z + 1 < ze) fetch(z + b.rz + 1, pv);
+      __syncthreads();
+      count_plane(slot, 1);
+      slot = slot + 1 == kz ? 0 : slot + 1;
+
+      // The rank's bin: coarse bins, then its 16 fine ones.
+      const int need = b.rank;
+      int below = 0, c = 0;
+      for (; c < rk_coarse - 1; ++c) {
+        const int n = coarse[c * NT + t];
+        if (below + n > need) break;
+        below += n;
+      }
+      int bin = c * 16;
+      for (; bin < c * 16 + 15; ++bin) {
+        const int n = hist[bin * NT + t];
+        if (below + n > need) break;
+        below += n;
+      }
+      T result;
+      if (exact) {
+        result = static_cast<T>(static_cast<long long>(lo) + bin);
+      } else {
+        // The (need - below)-th smallest of the window's voxels in `bin`.
+        const int kk = need - below;
+        int m = 0;
+        T mn = std::numeric_limits<T>::max(), mxv = std::numeric_limits<T>::lowest();
+        for (int s = 0; s < kz; ++s) {
+          const int base = s * plane + ty * hx + tx;
+          for (int dy = 0; dy <= 2 * b.ry; ++dy) {
+            for (int dx = 0; dx <= 2 * b.rx; ++dx) {
+              const int i = base + dy * hx + dx;
+              if (bk[i] == bin) {
+                const T v = raw[i];
+                if (m < rk_cap) mem[m * NT + t] = v;
+                ++m;
+                mn = vmin(mn, v);
+                mxv = vmax(mxv, v);
+              }
+            }
+          }
+        }
+        if (!(mn < mxv)) {
+          result = mn;  // one value (or no order: NaN)
+        } else if (m <= rk_cap) {
+          result = mn;
+          for (int i = 0; i < m; ++i) {
+            const T v = mem[i * NT + t];
+            int less = 0, eq = 0;
+            for (int j = 0; j < m; ++j) {
+              const T u = mem[j * NT + t];
+              less += u < v;
+              eq += u == v;
+            }
+            if (less <= kk && kk < less + eq) result = v;
+          }
+        } else {
+          // Many voxels in one bin (values bunched against outliers): count ranks over the
+          // window itself.
+          result = mn;
+          for (int s = 0; s < kz; ++s) {
+            for (int dy = 0; dy <= 2 * b.ry; ++dy) {
+              for (int dx = 0; dx <= 2 * b.rx; ++dx) {
+                const int i = s * plane + (ty + dy) * hx + tx + dx;
+                if (bk[i] != bin) continue;
+                const T v = raw[i];
+                int less = 0, eq = 0;
+                for (int s2 = 0; s2 < kz; ++s2)
+                  for (int dy2 = 0; dy2 <= 2 * b.ry; ++dy2)
+                    for (int dx2 = 0; dx2 <= 2 * b.rx; ++dx2) {
+                      const int i2 = s2 * plane + (ty + dy2) * hx + tx + dx2;
+                      if (bk[i2] != bin) continue;
+                      less += raw[i2] < v;
+                      eq += raw[i2] == v;
+                    }
+                if (less <= kk && kk < less + eq) result = v;
+              }
+            }
+          }
+        }
+      }
+      if (mine) out[z * slice + gy * g.nx + gx] = result;
+    }
+    __syncthreads();  // the next tile rewrites the planes and the reduction's slots
+  });
+}
+
+/// Enqueues the rank filter of rank `rank` over the box of radii r (2D: r.z = 0), or returns
+/// false where the kernel does not serve it (radii over 7, 16-bit counters' shared memory, or
+/// slices over 2^32 voxels).
+template <class T>
+bool run_rank_kernel(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
+                     radii r, int dims, long rank, border mode, T cval) {
+  const extent3 e = in.extent();
+  if (dims == 2) r.z = 0;
+  if (r.x > rk_max_r || r.y > rk_max_r || r.z > rk_max_r) return false;
+  if (e.slice_voxels() > std::size_t{0xffffffffu}) return false;
+  rank_geom b{};
+  b.rx = static_cast<int>(r.x);
+  b.ry = static_cast<int>(r.y);
+  b.rz = static_cast<int>(r.z);
+  b.rank = static_cast<int>(rank);
+  const long window = static_cast<long>(2 * r.x + 1) * (2 * r.y + 1) * (2 * r.z + 1);
+  const bool small = window <= 255;  // 8-bit counters
+  const std::size_t bytes =
+      small ? rank_shared_bytes<T, std::uint8_t>(b) : rank_shared_bytes<T, std::uint16_t>(b);
+  if (bytes > (200u << 10)) return false;
+  // Chunks of at least 8 rz slices: each re-reads and re-counts 2 rz halo planes.
+  const idx_t min_chunk = std::max<idx_t>(32, 8 * r.z);
+  const T* src = in.data();
+  T* dst = out.data();
+  exec::run_op(
+      streams, op, streams.plan(e.z, static_cast<std::size_t>(min_chunk)),
+      {vox::read(in, z_halo(r.z, e)), vox::write(out)}, [&](stream_view s, const slab& w) {
+        rank_geom bg = b;
+        auto launch = [&](auto counter) {
+          using C = decltype(counter);
+          bg.g = make_march(e, w, rk_tx, rk_ty<C>, min_chunk);
+          const dim3u gr = march_grid(bg.g);
+          auto* k = rank_kernel<T, C>;
+          if (bytes > (48u << 10))
+            VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(bytes)),
+                         op);
+          k<<<dim3(gr.x, gr.y, gr.z), rk_threads<C>, bytes, s.value()>>>(src, dst, bg, mode,
+                                                                         cval);
+        };
+        if (small) {
+          launch(std::uint8_t{});
+        } else {
+          launch(std::uint16_t{});
+        }
+        check_launch(op);
+      });
+  return true;
+}
+
+}  // namespace vox::detail::filt
+
+#endif  // VOX_BACKEND_CUDA && __CUDACC__
