@@ -428,7 +428,8 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
         } else {
           constexpr bool is_min = P == pass_op::min;
           auto* k = box_minmax_kernel<T, is_min>;
-          if (ring > (48u << 10))
+          // Static and dynamic shared memory together past 48 KiB need the opt-in.
+          if (ring + 2 * sizeof(T) * bx_hy * bx_hx > (48u << 10))
             VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(ring)),
                          op);

@@ -331,7 +331,8 @@ bool run_rank_kernel(stream_set& streams, const char* op, const volume<T>& in, v
           bg.g = make_march(e, w, rk_tx, rk_ty<C>, min_chunk);
           const dim3u gr = march_grid(bg.g);
           auto* k = rank_kernel<T, C>;
-          if (bytes > (48u << 10))
+          // Static (the reduction's slots) and dynamic shared memory past 48 KiB: the opt-in.
+          if (bytes + 2 * sizeof(T) * (rk_threads<C> / 32) > (48u << 10))
             VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(bytes)),
                          op);
