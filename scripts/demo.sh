@@ -82,7 +82,9 @@ else
   fi
 fi
 
-cmake_version=$(cmake --version | head -n 1)
+# No `| head` under pipefail: an early-exiting reader can kill the writer with SIGPIPE.
+cmake_version=$(cmake --version)
+cmake_version=${cmake_version%%$'\n'*}
 cmake_version=${cmake_version##* }
 if ! printf '3.25\n%s\n' "$cmake_version" | sort -V -C; then
   echo "== set-up: CMake $cmake_version is too old: the presets need CMake 3.25 or newer" >&2
