@@ -3,11 +3,15 @@
 // the streamed runs (a small --budget, or --stream) against the in-memory ones.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -524,6 +528,156 @@ TEST_F(ToolTest, StreamedOpRestrictions) {
   fails({"run", "p.nrrd", "-o", "x.nrrd", "--downsample", "2", "--stream", "--slab-depth", "3"},
         2, "multiple of 2");
   fails({"run", "p.nrrd", "-o", "x.tif", "--gaussian", "1", "--stream"}, 2, "streamed run writes");
+}
+
+// --- interruption, outputs, messages (issue 18) -----------------------------------------------
+
+/// Starts the tool with `args` in `dir` (stdout and stderr to files there); returns its pid.
+pid_t spawn_tool(const fs::path& dir, const std::vector<std::string>& args) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(dir.c_str()) != 0) ::_exit(127);
+    const int out = ::open("stdout.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open("stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int in = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || err < 0 || in < 0) ::_exit(127);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::dup2(in, 0);
+    std::vector<std::string> a{VOX_CLI_EXE};
+    a.insert(a.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& x : a) argv.push_back(x.data());
+    argv.push_back(nullptr);
+    ::execv(VOX_CLI_EXE, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+/// The hidden temporaries (".NAME.tmpPID.N") in `dir`.
+std::vector<std::string> temporaries(const fs::path& dir) {
+  std::vector<std::string> t;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() > 1 && n[0] == '.' && n.find(".tmp") != std::string::npos) t.push_back(n);
+  }
+  return t;
+}
+
+class Interrupted : public ToolTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(Interrupted, LeavesNoPartialFile) {
+  const int sig = GetParam();
+  phantom("p.nrrd", "128", 0.1);
+  // A streamed run of several seconds: its output grows in a temporary from the first slab on.
+  const pid_t pid = spawn_tool(dir_, {"run", "p.nrrd", "-o", "out.nrrd", "--median", "5",
+                                      "--stream", "--slab-depth", "4", "-q"});
+  ASSERT_GT(pid, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool seen = false;
+  int st = 0;
+  while (!seen && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+    seen = !temporaries(dir_).empty();
+    if (!seen) {
+      ASSERT_EQ(::waitpid(pid, &st, WNOHANG), 0) << "the run ended before it wrote anything";
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ASSERT_TRUE(seen) << "no temporary file appeared";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // well inside the run
+  ASSERT_EQ(::kill(pid, sig), 0);
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(st)) << "status " << st << "; stderr: " << slurp(path("stderr.txt"));
+  EXPECT_EQ(WTERMSIG(st), sig);
+  EXPECT_TRUE(temporaries(dir_).empty()) << temporaries(dir_).front();
+  EXPECT_FALSE(fs::exists(path("out.nrrd")));
+  EXPECT_NE(slurp(path("stderr.txt")).find("removed the partial output"), std::string::npos)
+      << slurp(path("stderr.txt"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, Interrupted, ::testing::Values(SIGTERM, SIGINT),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return std::string(i.param == SIGTERM ? "SIGTERM" : "SIGINT");
+                         });
+
+TEST_F(ToolTest, StaleTemporariesOfTheOutputAreSwept) {
+  const pid_t child = ::fork();  // a pid that no longer runs
+  if (child == 0) ::_exit(0);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  const std::string dead = std::to_string(child);
+  for (const std::string& n : {".p.nrrd.tmp" + dead + ".0", ".q.nrrd.tmp" + dead + ".0"})
+    std::ofstream(path(n)) << "partial";
+  phantom("p.nrrd", "8", 0.0);
+  EXPECT_FALSE(fs::exists(path(".p.nrrd.tmp" + dead + ".0")));
+  EXPECT_TRUE(fs::exists(path(".q.nrrd.tmp" + dead + ".0")));  // another output's
+  ok({"run", "p.nrrd", "-o", "q.nrrd", "--gaussian", "1", "-q"});
+  EXPECT_FALSE(fs::exists(path(".q.nrrd.tmp" + dead + ".0")));
+}
+
+TEST_F(ToolTest, UnwritableOutputFailsBeforeAnyWork) {
+  phantom("p.nrrd", "64", 0.1);
+  const auto t0 = std::chrono::steady_clock::now();
+  // Each of these would compute for seconds before writing.
+  fails({"run", "p.nrrd", "-o", "no/such/dir/x.nrrd", "--median", "5", "--median", "5"}, 1,
+        "the directory 'no/such/dir' does not exist");
+  fails({"run", "p.nrrd", "-o", "no/x.nrrd", "--median", "5", "--stream", "--slab-depth", "2"},
+        1, "does not exist");
+  fails({"mip", "p.nrrd", "-o", "no/x.png"}, 1, "does not exist");
+  fails({"phantom", "-o", "no/x.nrrd", "--size", "600"}, 1, "does not exist");
+  std::ofstream(path("plain")) << "x";
+  fails({"phantom", "-o", "plain/x.nrrd", "--size", "600"}, 1, "is not a directory");
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 5.0) << "the checks came after the work";
+  EXPECT_FALSE(fs::exists(path("no")));
+}
+
+TEST_F(ToolTest, ProgressOfInMemoryRunsAndPhantom) {
+  const tool_result p = ok({"phantom", "-o", "p.nrrd", "--size", "16", "--progress", "plain"});
+  EXPECT_NE(p.err.find("phantom: 2/2 steps (100%)"), std::string::npos) << p.err;
+  const tool_result r = ok({"run", "p.nrrd", "-o", "g.nrrd", "--gaussian", "1", "--threshold",
+                            "0.5", "--in-memory", "--progress", "plain"});
+  // Reading, two ops, the result to the host, writing.
+  EXPECT_NE(r.err.find("run: 5/5 steps (100%)"), std::string::npos) << r.err;
+  const tool_result m = ok({"mip", "p.nrrd", "-o", "m.png", "--progress", "plain"});
+  EXPECT_NE(m.err.find("mip: 4/4 steps (100%)"), std::string::npos) << m.err;
+  // Not a terminal and no --progress: in-memory runs print no progress.
+  const tool_result quiet = ok({"run", "p.nrrd", "-o", "h.nrrd", "--gaussian", "1"});
+  EXPECT_EQ(quiet.err, "");
+  const tool_result ph = ok({"phantom", "-o", "p2.nrrd", "--size", "16"});
+  EXPECT_EQ(ph.err, "");
+}
+
+TEST_F(ToolTest, MessagesAreForUsers) {
+  phantom("p.nrrd", "8", 0.0);
+  std::ofstream(path("data.raw"), std::ios::binary) << std::string(512, '\0');
+  std::ofstream(path("bad.nrrd"), std::ios::binary)
+      << "NRRD0004\ntype: banana\ndimension: 3\nsizes: 4 4 4\nencoding: raw\n\n";
+  const std::vector<std::pair<std::vector<std::string>, const char*>> cases = {
+      {{"info", "data.raw"}, "--raw-extent X,Y,Z --raw-type TYPE"},
+      {{"run", "data.raw", "-o", "x.nrrd", "--gaussian", "1"}, "--raw-extent"},
+      {{"info", "missing.nrrd"}, "missing.nrrd"},
+      {{"info", "bad.nrrd"}, "bad.nrrd"},
+      {{"info", "data.raw", "--raw-extent", "16,16,16", "--raw-type", "float32"}, "data.raw"},
+      {{"run", "p.nrrd", "-o", "nodir/x.nrrd"}, "does not exist"},
+      {{"phantom", "-o", "p.nrrd", "--noise", "-1"}, "--noise: -1 must be >= 0"},
+      {{"run", "p.nrrd", "-o", "x.nrrd", "--streams", "many"}, "not a whole number"},
+  };
+  for (const auto& [args, expect] : cases) {
+    const tool_result r = run(args);
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    EXPECT_NE(r.rc, 0) << line;
+    EXPECT_NE(r.err.find(expect), std::string::npos) << line << "\nstderr: " << r.err;
+    // No build-tree paths, source locations or internal names; the error is said once.
+    for (const char* internal : {"src/", ".cpp:", ".cu:", "::", "read_raw", "(ignored"})
+      EXPECT_EQ(r.err.find(internal), std::string::npos) << line << "\nstderr: " << r.err;
+    const std::string first = r.err.substr(0, r.err.find('\n'));
+    EXPECT_EQ(first.rfind("voxstream: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(first.find("voxstream", 1), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

@@ -158,3 +158,83 @@ TEST(Parse, Rejects) {
 }
 
 }  // namespace
+
+// --- messages for users (issue 18) ----------------------------------------------------------
+
+/// The usage_error message of `args`, or "" when they parse.
+std::string message_of(const std::vector<std::string>& args) {
+  try {
+    (void)parse_args(args);
+  } catch (const usage_error& e) {
+    return vox::cli::user_message(e.what());
+  }
+  return "";
+}
+
+TEST(Parse, NumbersGiveReadableMessages) {
+  struct bad_number {
+    std::vector<std::string> args;
+    const char* expect;
+  };
+  const std::vector<bad_number> cases = {
+      {{"run", "in.nrrd", "-o", "x.nrrd", "--streams", "abc"},
+       "--streams: 'abc' is not a whole number"},
+      {{"run", "in.nrrd", "-o", "x.nrrd", "--streams", "2000"}, "from 1 to 1024"},
+      {{"run", "in.nrrd", "-o", "x.nrrd", "--slab-depth", "-1"},
+       "--slab-depth: -1 is out of range"},
+      {{"run", "in.nrrd", "-o", "x.nrrd", "--slab-depth", "99999999999999999999999"},
+       "out of range"},
+      {{"run", "in.nrrd", "-o", "x.nrrd", "--raw-extent", "4,4,4", "--raw-type", "uint8",
+        "--raw-offset", "x"},
+       "--raw-offset: 'x' is not a whole number"},
+      {{"run", "in.nrrd", "-o", "x.nrrd", "--gaussian", "1e400"}, "out of range"},
+      {{"run", "in.nrrd", "-o", "x.nrrd", "--gaussian", "two"}, "expected a number"},
+      {{"mip", "v.nrrd", "-o", "m.png", "--window", "wide", "--level", "1"},
+       "--window: 'wide' is not a number"},
+      {{"mip", "v.nrrd", "-o", "m.png", "--bits", "eight"}, "expected 8 or 16"},
+      {{"phantom", "-o", "p.nrrd", "--noise", "-1"}, "--noise: -1 must be >= 0"},
+      {{"phantom", "-o", "p.nrrd", "--noise", "loud"}, "--noise: 'loud' is not a number"},
+      {{"phantom", "-o", "p.nrrd", "--scale", "1e999"}, "out of range"},
+      {{"phantom", "-o", "p.nrrd", "--seed", "-5"}, "--seed: -5 is out of range"},
+      {{"phantom", "-o", "p.nrrd", "--size", "99999999999999999999999"}, "out of range"},
+  };
+  for (const auto& c : cases) {
+    std::string line;
+    for (const auto& a : c.args) line += a + " ";
+    const std::string m = message_of(c.args);
+    EXPECT_NE(m.find(c.expect), std::string::npos) << line << "\ngot: " << m;
+    // No bounds of a type (CLI11 printed DBL_MAX with its 309 digits).
+    EXPECT_LT(m.size(), 160u) << line << "\ngot: " << m;
+    EXPECT_EQ(m.find("179769313486"), std::string::npos) << m;
+    EXPECT_EQ(m.find("Could not convert"), std::string::npos) << m;
+  }
+}
+
+TEST(Parse, TheSeedIsAnyWholeNumber) {
+  const parsed_command pc =
+      parse_args({"phantom", "-o", "p.nrrd", "--seed", "18446744073709551615"});
+  EXPECT_EQ(pc.phantom.phantom.seed, 18446744073709551615ull);
+  EXPECT_EQ(parse_args({"run", "i.nrrd", "-o", "o.nrrd", "--streams", " 16 "}).run.streams, 16u);
+}
+
+TEST(UserMessage, DropsSourceLocationsAndInternalNames) {
+  using vox::cli::user_message;
+  EXPECT_EQ(user_message("voxstream: io::write: '/tmp/a/x.nrrd': cannot create a temporary file "
+                         "in its directory: No such file or directory "
+                         "(../../src/io/format.cpp:917)"),
+            "'/tmp/a/x.nrrd': cannot create a temporary file in its directory: No such file or "
+            "directory");
+  EXPECT_EQ(user_message("voxstream: gaussian: sigma must be >= 0 (/work/src/ops/filter.cu:42)"),
+            "gaussian: sigma must be >= 0");
+  // Nested: the inner message's prefix and location, and the op named again, go.
+  EXPECT_EQ(user_message("voxstream: probe: 'a.nhdr': its data file cannot be read: voxstream: "
+                         "probe: 'a.raw': cannot open: No such file or directory "
+                         "(src/io/format.cpp:300) (src/io/format.cpp:603)"),
+            "probe: 'a.nhdr': its data file cannot be read: 'a.raw': cannot open: No such file "
+            "or directory");
+  EXPECT_EQ(user_message("voxstream: vox::stream_process(): slab 3: too small (x.cu:1)"),
+            "slab 3: too small");
+  // Messages of the tool itself are kept as they are.
+  EXPECT_EQ(user_message("--noise: -1 must be >= 0 (a standard deviation)"),
+            "--noise: -1 must be >= 0 (a standard deviation)");
+}

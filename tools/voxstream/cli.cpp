@@ -1,12 +1,19 @@
 #include "cli.hpp"
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <exception>
 #include <map>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <string>
+#include <string_view>
 
 #if defined(VOXSTREAM_CLI11_SINGLE_HEADER) && VOXSTREAM_CLI11_SINGLE_HEADER
 #include <CLI11.hpp>
@@ -18,6 +25,8 @@
 #include <voxstream/core/backend.hpp>
 #include <voxstream/core/error.hpp>
 #include <voxstream/io/format.hpp>
+
+#include "output_guard.hpp"
 
 namespace vox::cli {
 
@@ -47,7 +56,7 @@ Examples:
 
 struct common_args {
   std::string budget;
-  std::size_t streams{8};
+  std::string streams{"8"};
   std::string progress{"auto"};
   bool quiet{false};
   CLI::Option* progress_opt{nullptr};
@@ -65,7 +74,7 @@ progress_mode mode_of(const common_args& c) {
 struct raw_args {
   std::string extent;
   std::string type;
-  std::uint64_t offset{0};
+  std::string offset;
   bool big_endian{false};
 };
 
@@ -76,14 +85,16 @@ struct state {
   std::string run_out, mip_out, phantom_out;
   bool header_only{false};
   bool run_stream{false}, run_in_memory{false}, mip_stream{false}, mip_in_memory{false};
-  std::size_t run_slab_depth{0}, mip_slab_depth{0};
+  // Numbers are taken as text and parsed here, for messages a user can act on (CLI11's name
+  // the type's limits, e.g. a 309-digit bound for a double).
+  std::string run_slab_depth, mip_slab_depth;
   std::string mip_axis{"z"}, mip_mode{"max"}, mip_range, mip_slab;
-  std::optional<double> mip_window, mip_level;
-  int mip_bits{8};
+  std::optional<std::string> mip_window, mip_level;
+  std::string mip_bits{"8"};
   std::string ph_size{"128"}, ph_type{"float32"};
-  std::optional<double> ph_scale;
-  double ph_noise{0};
-  std::uint64_t ph_seed{1};
+  std::optional<std::string> ph_scale;
+  std::string ph_noise{"0"};
+  std::string ph_seed{"1"};
   // run's op options, by option, for the command-line order.
   std::map<const CLI::Option*, std::string> op_options;
   CLI::App* info_cmd{nullptr};
@@ -99,13 +110,12 @@ void add_common(CLI::App* app, common_args& c, bool budget_help_streams) {
                         "memory; 1G on the host backend); larger volumes are streamed"
                       : "device memory per slab, e.g. 512M or 2G (default as for run)")
       ->type_name("SIZE");
-  app->add_option("--streams", c.streams, "CUDA streams of the stream set")
+  app->add_option("--streams", c.streams, "CUDA streams of the stream set (1 to 1024)")
       ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
       ->capture_default_str();
   c.progress_opt = app->add_option("--progress", c.progress,
-                  "progress of long jobs on stderr: auto (a bar on a terminal, plain lines "
-                  "otherwise), bar, plain or off")
+                  "progress on stderr: auto (a bar on a terminal; elsewhere plain lines for "
+                  "streamed runs only), bar, plain or off")
       ->type_name("MODE")
       ->check(CLI::IsMember({"auto", "bar", "plain", "off"}))
       ->capture_default_str();
@@ -134,6 +144,41 @@ progress_mode to_mode(const std::string& s) {
 
 std::size_t to_budget(const std::string& s) { return s.empty() ? 0 : parse_bytes(s); }
 
+/// A whole number in [lo, hi], the whole of `text`; usage_error naming `what` otherwise.
+std::uint64_t to_whole(const std::string& text, const std::string& what, std::uint64_t lo,
+                       std::uint64_t hi) {
+  const std::string_view t = io::detail::trim(text);
+  const std::string range =
+      hi == std::numeric_limits<std::uint64_t>::max()
+          ? "a whole number >= " + std::to_string(lo)
+          : "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+  const auto all_digits = [](std::string_view d) {
+    return !d.empty() &&
+           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const bool negative = t.size() > 1 && t[0] == '-' && all_digits(t.substr(1));
+  if (!negative && !all_digits(t))
+    throw usage_error(what + ": '" + text + "' is not a whole number (expected " + range + ")");
+  std::uint64_t v = 0;
+  if (negative || !io::detail::parse_u64(t, v) || v < lo || v > hi)
+    throw usage_error(what + ": " + std::string(t) + " is out of range (expected " + range + ")");
+  return v;
+}
+
+/// A finite number, the whole of `text`; usage_error naming `what` otherwise.
+double to_real(const std::string& text, const std::string& what) {
+  const std::string t(io::detail::trim(text));
+  char* end = nullptr;
+  errno = 0;
+  const double v = t.empty() ? 0.0 : std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || std::isnan(v))
+    throw usage_error(what + ": '" + text + "' is not a number");
+  if (errno == ERANGE && std::isinf(v))
+    throw usage_error(what + ": " + text + " is out of range (too large for a number here)");
+  if (!std::isfinite(v)) throw usage_error(what + ": " + text + " is not a finite number");
+  return v;
+}
+
 input_spec to_input(const std::string& path, const raw_args& r) {
   input_spec in;
   in.path = path;
@@ -143,10 +188,11 @@ input_spec to_input(const std::string& path, const raw_args& r) {
     io::raw_layout l;
     l.extent = parse_extent(r.extent, "--raw-extent");
     l.type = parse_dtype(r.type, "--raw-type");
-    l.offset = r.offset;
+    l.offset = r.offset.empty() ? 0 : to_whole(r.offset, "--raw-offset", 0,
+                                                 std::numeric_limits<std::uint64_t>::max());
     l.order = r.big_endian ? io::byte_order::big : io::byte_order::little;
     in.raw = l;
-  } else if (r.offset != 0 || r.big_endian) {
+  } else if (!r.offset.empty() || r.big_endian) {
     throw usage_error("--raw-offset and --big-endian need --raw-extent and --raw-type");
   }
   return in;
@@ -197,8 +243,7 @@ void build(CLI::App& app, state& st) {
   run->add_flag("--in-memory", st.run_in_memory, "never stream");
   run->add_option("--slab-depth", st.run_slab_depth,
                   "output slices per slab when streaming (default: the most that fit --budget)")
-      ->type_name("N")
-      ->check(CLI::PositiveNumber);
+      ->type_name("N");
   add_raw(run, st.run_raw);
   add_common(run, st.run_c, true);
   run->footer(kRunFooter);
@@ -227,13 +272,12 @@ void build(CLI::App& app, state& st) {
                   "values mapped to black and white (default: the projection's min and max)")
       ->type_name("LO:HI");
   mip->add_option("--bits", st.mip_bits, "PNG bit depth, 8 or 16")
-      ->check(CLI::IsMember({8, 16}))
+      ->type_name("BITS")
       ->capture_default_str();
   mip->add_flag("--stream", st.mip_stream, "stream slab by slab even if the volume fits");
   mip->add_flag("--in-memory", st.mip_in_memory, "never stream");
   mip->add_option("--slab-depth", st.mip_slab_depth, "slices per slab when streaming")
-      ->type_name("N")
-      ->check(CLI::PositiveNumber);
+      ->type_name("N");
   add_raw(mip, st.mip_raw);
   add_common(mip, st.mip_c, true);
   st.mip_cmd = mip;
@@ -258,9 +302,10 @@ void build(CLI::App& app, state& st) {
                  "add Gaussian noise of this standard deviation (in phantom units, before "
                  "--scale)")
       ->type_name("SIGMA")
-      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  ph->add_option("--seed", st.ph_seed, "seed of the noise")->capture_default_str();
+  ph->add_option("--seed", st.ph_seed, "seed of the noise (a whole number)")
+      ->type_name("N")
+      ->capture_default_str();
   add_common(ph, st.phantom_c, false);
   st.phantom_cmd = ph;
 }
@@ -284,10 +329,20 @@ std::vector<std::pair<std::string, std::string>> ordered_ops(const state& st) {
   return args;
 }
 
+std::size_t to_streams(const std::string& s) {
+  return static_cast<std::size_t>(to_whole(s, "--streams", 1, 1024));
+}
+
+std::size_t to_slab_depth(const std::string& s) {
+  if (s.empty()) return 0;
+  return static_cast<std::size_t>(
+      to_whole(s, "--slab-depth", 1, std::numeric_limits<std::uint32_t>::max()));
+}
+
 run_options common_run(const common_args& c) {
   run_options r;
   r.budget = to_budget(c.budget);
-  r.streams = c.streams;
+  r.streams = to_streams(c.streams);
   r.progress = mode_of(c);
   return r;
 }
@@ -307,7 +362,7 @@ parsed_command finish(state& st) {
     pc.info.input = to_input(st.info_in, st.info_raw);
     pc.info.stats = !st.header_only;
     pc.info.budget = to_budget(st.info_c.budget);
-    pc.info.streams = st.info_c.streams;
+    pc.info.streams = to_streams(st.info_c.streams);
     pc.info.progress = mode_of(st.info_c);
   } else if (st.run_cmd->parsed()) {
     pc.cmd = command::run;
@@ -318,7 +373,7 @@ parsed_command finish(state& st) {
     pc.run.ops = parse_ops(ordered_ops(st));
     check_op_list(pc.run.ops);
     pc.run.streaming = to_choice(st.run_stream, st.run_in_memory);
-    pc.run.slab_depth = st.run_slab_depth;
+    pc.run.slab_depth = to_slab_depth(st.run_slab_depth);
   } else if (st.mip_cmd->parsed()) {
     pc.cmd = command::mip;
     pc.quiet = st.mip_c.quiet;
@@ -326,27 +381,30 @@ parsed_command finish(state& st) {
     pc.mip.run.input = to_input(st.mip_in, st.mip_raw);
     pc.mip.run.output = st.mip_out;
     pc.mip.run.streaming = to_choice(st.mip_stream, st.mip_in_memory);
-    pc.mip.run.slab_depth = st.mip_slab_depth;
+    pc.mip.run.slab_depth = to_slab_depth(st.mip_slab_depth);
     pc.mip.axis = parse_axis(st.mip_axis, "--axis");
     pc.mip.kind = st.mip_mode == "min"    ? op_kind::min_projection
                   : st.mip_mode == "mean" ? op_kind::mean_projection
                                           : op_kind::max_projection;
     if (!st.mip_slab.empty()) pc.mip.slab = parse_index_range(st.mip_slab, "--slab");
+    if (st.mip_bits != "8" && st.mip_bits != "16")
+      throw usage_error("--bits: '" + st.mip_bits + "' is not a PNG bit depth (expected 8 or 16)");
+    const int bits = st.mip_bits == "8" ? 8 : 16;
     if (st.mip_window.has_value() != st.mip_level.has_value())
       throw usage_error("--window and --level go together");
     if (st.mip_window && !st.mip_range.empty())
       throw usage_error("--window/--level and --range exclude each other");
     if (st.mip_window) {
-      if (!(*st.mip_window > 0) || !std::isfinite(*st.mip_window) ||
-          !std::isfinite(*st.mip_level))
-        throw usage_error("--window must be > 0 and --level finite");
-      pc.mip.png = io::png_options::window_level(*st.mip_window, *st.mip_level, st.mip_bits);
+      const double w = to_real(*st.mip_window, "--window");
+      const double l = to_real(*st.mip_level, "--level");
+      if (!(w > 0)) throw usage_error("--window: " + *st.mip_window + " must be > 0");
+      pc.mip.png = io::png_options::window_level(w, l, bits);
     } else if (!st.mip_range.empty()) {
       const auto r = parse_range(st.mip_range, "--range");
       if (!(r.first < r.second)) throw usage_error("--range: LO must be < HI");
-      pc.mip.png = io::png_options::range(r.first, r.second, st.mip_bits);
+      pc.mip.png = io::png_options::range(r.first, r.second, bits);
     } else {
-      pc.mip.png = io::png_options::min_max(st.mip_bits);
+      pc.mip.png = io::png_options::min_max(bits);
     }
   } else if (st.phantom_cmd->parsed()) {
     pc.cmd = command::phantom;
@@ -356,13 +414,16 @@ parsed_command finish(state& st) {
     pc.phantom.phantom.type = parse_dtype(st.ph_type, "--type");
     if (pc.phantom.phantom.type != dtype::float32 && pc.phantom.phantom.type != dtype::uint16)
       throw usage_error("--type: the phantom is float32 or uint16");
-    pc.phantom.phantom.scale =
-        st.ph_scale ? *st.ph_scale : (pc.phantom.phantom.type == dtype::uint16 ? 1000.0 : 1.0);
-    if (!std::isfinite(pc.phantom.phantom.scale)) throw usage_error("--scale must be finite");
-    pc.phantom.phantom.noise = st.ph_noise;
-    pc.phantom.phantom.seed = st.ph_seed;
+    pc.phantom.phantom.scale = st.ph_scale ? to_real(*st.ph_scale, "--scale")
+                                           : (pc.phantom.phantom.type == dtype::uint16 ? 1000.0
+                                                                                       : 1.0);
+    pc.phantom.phantom.noise = to_real(st.ph_noise, "--noise");
+    if (pc.phantom.phantom.noise < 0)
+      throw usage_error("--noise: " + st.ph_noise + " must be >= 0 (a standard deviation)");
+    pc.phantom.phantom.seed =
+        to_whole(st.ph_seed, "--seed", 0, std::numeric_limits<std::uint64_t>::max());
     pc.phantom.budget = to_budget(st.phantom_c.budget);
-    pc.phantom.streams = st.phantom_c.streams;
+    pc.phantom.streams = to_streams(st.phantom_c.streams);
     pc.phantom.progress = mode_of(st.phantom_c);
   }
   return pc;
@@ -409,38 +470,80 @@ parsed_command parse_args(const std::vector<std::string>& args) {
   return finish(st);
 }
 
+std::string user_message(std::string_view what) {
+  std::string s(what);
+  // Where in the library's sources an error was raised: " (src/io/format.cpp:917)".
+  static const std::regex where(R"( \([^()]*\.(cpp|cu|cuh|hpp|h):[0-9]+\))");
+  // "voxstream: " and internal function names ("io::write: ") at the start of a nested message.
+  static const std::regex prefix(R"((^|: )(voxstream|[A-Za-z_]\w*(::[A-Za-z_~]\w*)+(\(\))?): )");
+  s = std::regex_replace(s, where, "");
+  for (std::string prev; prev != s;) {
+    prev = s;
+    s = std::regex_replace(s, prefix, "$1");
+  }
+  // A nested message names the op again ("probe: 'a.nhdr': ...: probe: 'a.raw': ..."): once.
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t p = s.find(": ", start);
+    parts.push_back(s.substr(start, p == std::string::npos ? p : p - start));
+    if (p == std::string::npos) break;
+    start = p + 2;
+  }
+  const auto is_word = [](const std::string& w) {
+    return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+  };
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0 && parts[i] == parts[i - 1]) continue;
+    if (i > 0 && is_word(parts[i]) && parts[i] == parts[0]) continue;
+    if (!out.empty()) out += ": ";
+    out += parts[i];
+  }
+  return out;
+}
+
+namespace {
+
+int usage_failure(const std::string& message) {
+  std::fprintf(stderr, "voxstream: error: %s\nRun with --help for more information.\n",
+               user_message(message).c_str());
+  return 2;
+}
+
+int failure(const std::string& message) {
+  std::fprintf(stderr, "voxstream: error: %s\n", user_message(message).c_str());
+  return 1;
+}
+
+}  // namespace
+
 int main_entry(int argc, char** argv) {
+  // Before any other thread starts: SIGINT and SIGTERM then remove the partial output.
+  install_signal_cleanup();
   CLI::App app{"", "voxstream"};
   state st;
   build(app, st);
   try {
     check_command_name(std::vector<std::string>(argv + (argc > 0 ? 1 : 0), argv + argc));
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "voxstream: error: %s\nRun with --help for more information.\n",
-                 e.what());
-    return 2;
+    return usage_failure(e.what());
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: on stdout
-    std::fprintf(stderr, "voxstream: error: %s\nRun with --help for more information.\n",
-                 e.what());
-    return 2;
+    return usage_failure(e.what());
   }
   try {
     return dispatch_command(finish(st));
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "voxstream: error: %s\nRun with --help for more information.\n",
-                 e.what());
-    return 2;
-  } catch (const vox::error& e) {
-    // The library's messages read "voxstream: <op>: <what> (<file>:<line>)".
-    std::fprintf(stderr, "%s\n", e.what());
-    return 1;
+    return usage_failure(e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "voxstream: error: %s\n", e.what());
-    return 1;
+    // The library's messages read "voxstream: <op>: <what> (<file>:<line>)"; the user gets
+    // <what> (see user_message).
+    return failure(e.what());
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
@@ -27,6 +28,11 @@ struct parsed_command {
 ///        anything the tool would reject (the message is CLI11's or the op parser's); --help is
 ///        reported as usage_error too. For the tests.
 [[nodiscard]] parsed_command parse_args(const std::vector<std::string>& args);
+
+/// @brief The message the tool prints for an exception's what(): without the library's source
+///        locations (" (src/io/format.cpp:917)"), "voxstream: " prefixes and internal function
+///        names ("io::write: "), and with a nested message's repeated op name said once.
+[[nodiscard]] std::string user_message(std::string_view what);
 
 /// @brief The tool: parses argv, runs the command, prints errors on stderr. Returns 0 on
 ///        success, 2 for a usage error (bad option or value), 1 for any other error (missing or

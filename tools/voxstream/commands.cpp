@@ -1,5 +1,7 @@
 #include "commands.hpp"
 
+#include "output_guard.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <variant>
@@ -87,8 +89,11 @@ int cmd_info(const info_options& opt, std::FILE* out) {
 
 int cmd_run(const run_options& opt, bool quiet, std::FILE* out) {
   const auto t0 = std::chrono::steady_clock::now();
-  const run_result r = execute(opt);
-  if (r.image) write_result(opt.output, *r.image, r.geo);
+  run_options ro = opt;
+  ro.write = [&](const io::any_host_volume& v, const geometry& g) {
+    write_result(opt.output, v, g);
+  };
+  const run_result r = execute(ro);
   if (!quiet)
     std::fprintf(out, "wrote %s: %s %s, %s in %s\n", opt.output.string().c_str(),
                  r.extent.str().c_str(), dtype_name(r.type), how(r).c_str(),
@@ -116,8 +121,10 @@ int cmd_mip(const mip_options& opt, bool quiet, std::FILE* out) {
   const auto f = io::format_from_extension(ro.output);
   if (!f || *f != io::file_format::png)
     throw usage_error("mip: the output must be a .png file, not '" + ro.output.string() + "'");
+  ro.write = [&](const io::any_host_volume& v, const geometry&) {
+    std::visit([&](const auto& h) { io::write_png(ro.output, h, opt.png); }, v);
+  };
   const run_result r = execute(ro);
-  std::visit([&](const auto& h) { io::write_png(ro.output, h, opt.png); }, *r.image);
   if (!quiet)
     std::fprintf(out, "wrote %s: %zux%zu %s (%s; %s) in %s\n", ro.output.string().c_str(),
                  r.extent.x, r.extent.y, op.text.c_str(), dtype_name(r.type), how(r).c_str(),
@@ -133,14 +140,19 @@ int cmd_phantom(const phantom_command& opt, bool quiet, std::FILE* out) {
                       "': unknown extension (use .nrrd, .nhdr, .mha, .mhd, .raw or .tif)");
   if (*f == io::file_format::png && opt.phantom.extent.z != 1)
     throw usage_error("phantom: a PNG holds one slice; write a volume format (.nrrd, .mha, ...)");
+  check_output_writable(opt.output);
+  (void)sweep_stale_temporaries(opt.output);
+  watch_output(opt.output);
   stream_set streams(std::max<std::size_t>(1, opt.streams));
-  progress_reporter bar("phantom", "slabs", opt.progress);
+  // Steps: each slab made on the device, then writing the file.
+  progress_reporter bar("phantom", "steps", terminal_only(opt.progress));
   std::size_t slabs = 0;
   write_phantom(opt.output, opt.phantom, streams, opt.budget != 0 ? opt.budget : default_budget(),
                 [&](std::size_t done, std::size_t total) {
                   slabs = total;
-                  if (total > 1) bar.update(done, total);
+                  bar.update(done, total + 1);
                 });
+  bar.update(slabs + 1, slabs + 1);
   bar.finish();
   if (!quiet)
     std::fprintf(out, "wrote %s: %s %s Shepp-Logan phantom (%zu slab%s) in %s\n",

@@ -19,6 +19,7 @@
 #include <voxstream/ops/reduce.hpp>
 
 #include "device_ops.hpp"
+#include "output_guard.hpp"
 
 #if VOX_BACKEND_CUDA
 #include <cuda_runtime_api.h>
@@ -203,7 +204,20 @@ VOX_CLI_INSTANTIATE(double)
 // --- inputs, budget ------------------------------------------------------------------------------
 
 io::volume_info probe_input(const input_spec& in) {
-  return in.raw ? io::raw_info(in.path, *in.raw) : io::probe(in.path);
+  if (in.raw) return io::raw_info(in.path, *in.raw);
+  try {
+    return io::probe(in.path);
+  } catch (const io::io_error& e) {
+    // A file without a header the library knows: say how the tool reads headerless data.
+    const std::string what = e.what();
+    if (what.find("unrecognised format") == std::string::npos) throw;
+    throw io::io_error(
+        "'" + in.path.string() +
+            "': not a NRRD, MetaImage or TIFF file. If it is headerless raw data, give its "
+            "layout: --raw-extent X,Y,Z --raw-type TYPE (uint8, uint16, int16, int32, float32 or "
+            "float64), and --raw-offset BYTES / --big-endian when needed",
+        in.path.string());
+  }
 }
 
 std::size_t default_budget() {
@@ -282,6 +296,13 @@ using voxel_t = typename voxel_of<std::decay_t<V>>::type;
 
 run_result run_in_memory(const run_options& opt, const io::volume_info& info, stream_set& s) {
   run_result r;
+  // Steps: reading, each op, the result to the host, writing it. Each op is waited for when the
+  // progress is shown, so that the steps are real (ops are asynchronous on the cuda backend).
+  const std::size_t steps = opt.ops.size() + 2 + (opt.write ? 1 : 0);
+  progress_reporter bar(opt.label, "steps", terminal_only(opt.progress));
+  const bool shown = bar.mode() != progress_mode::off;
+  std::size_t done = 0;
+  bar.update(done, steps);
   const io::any_host_volume host = read_input(opt.input, info);
   any_volume cur = std::visit(
       [&](const auto& h) -> any_volume {
@@ -292,11 +313,15 @@ run_result run_in_memory(const run_options& opt, const io::volume_info& info, st
         return any_volume(std::move(v));
       },
       host);
+  bar.update(++done, steps);
   for (const op_spec& op : opt.ops) {
     any_volume next = apply_any(s, op, cur);
     cur = std::move(next);
+    if (shown) s.synchronize();
+    bar.update(++done, steps);
   }
   r.image = std::visit([&](const auto& v) { return to_host(s, v); }, cur);
+  bar.update(++done, steps);
   std::visit(
       [&](const auto& v) {
         r.extent = v.extent();
@@ -304,6 +329,10 @@ run_result run_in_memory(const run_options& opt, const io::volume_info& info, st
       },
       cur);
   r.type = type_of(cur);
+  if (opt.write) {
+    opt.write(*r.image, r.geo);
+    bar.update(++done, steps);
+  }
   return r;
 }
 
@@ -713,16 +742,23 @@ run_result execute(const run_options& opt) {
   check_output(opt.output, out_e, stream && !terminal);
   if (stream && !terminal && opt.output.empty())
     throw usage_error("a streamed run needs an output file");
+  if (!opt.output.empty()) {
+    check_output_writable(opt.output);
+    (void)sweep_stale_temporaries(opt.output);
+    watch_output(opt.output);
+  }
   stream_set s(std::max<std::size_t>(1, opt.streams));
   if (!stream) {
     run_result r = run_in_memory(opt, info, s);
     r.budget = budget;
     return r;
   }
-  return dispatch(info.type, [&](auto tg) {
+  run_result r = dispatch(info.type, [&](auto tg) {
     using In = typename decltype(tg)::type;
     return run_streamed<In>(opt, info, s, budget);
   });
+  if (opt.write && r.image) opt.write(*r.image, r.geo);
+  return r;
 }
 
 void write_result(const std::filesystem::path& path, const io::any_host_volume& v,

@@ -63,6 +63,10 @@ struct run_options {
   std::size_t slab_depth{0};  ///< streamed: output slices per slab (0: the most that fit)
   progress_mode progress{progress_mode::automatic};
   std::string label{"run"};
+  /// Writes a result held in host memory (in-memory runs, projections, downsampling) to
+  /// `output`; execute() calls it last, as one step of an in-memory run's progress. Empty: the
+  /// caller writes run_result::image itself.
+  std::function<void(const io::any_host_volume&, const geometry&)> write;
 };
 
 /// @brief What execute() did and produced.
@@ -81,8 +85,11 @@ struct run_result {
   std::optional<io::any_host_volume> image;
 };
 
-/// @brief Runs `opt.ops` over `opt.input`; blocks. Checks the op list and the output format
-///        (from its extension) before any work. Throws usage_error, io_error, vox::error.
+/// @brief Runs `opt.ops` over `opt.input`; blocks. Checks the op list, the output format (from
+///        its extension) and that the output can be created before any work, and sweeps stale
+///        temporaries of the output (output_guard.hpp). In-memory runs show their progress in
+///        steps (reading, each op, the result to the host, writing), streamed runs in slabs.
+///        Throws usage_error, output_error, io_error, vox::error.
 [[nodiscard]] run_result execute(const run_options& opt);
 
 /// @brief Writes `v` (the result of execute) to `path` with spacing and origin `geo`; blocks.

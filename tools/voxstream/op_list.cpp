@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -37,9 +39,12 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 
 std::size_t parse_count(std::string_view text, std::string_view what) {
   std::uint64_t v = 0;
-  if (!io::detail::parse_u64(io::detail::trim(text), v) ||
-      v > static_cast<std::uint64_t>(std::numeric_limits<std::size_t>::max()))
-    bad(what, text, "expected a whole number");
+  const std::string_view t = io::detail::trim(text);
+  if (!io::detail::parse_u64(t, v) ||
+      v > static_cast<std::uint64_t>(std::numeric_limits<std::size_t>::max())) {
+    const bool digits = !t.empty() && t.find_first_not_of("0123456789") == std::string_view::npos;
+    bad(what, text, digits ? "out of range (too large)" : "expected a whole number");
+  }
   return static_cast<std::size_t>(v);
 }
 
@@ -541,7 +546,16 @@ extent3 parse_extent(std::string_view text, std::string_view what) {
 
 double parse_number(std::string_view text, std::string_view what) {
   double v = 0;
-  if (!io::detail::parse_double(io::detail::trim(text), v)) bad(what, text, "expected a number");
+  if (!io::detail::parse_double(io::detail::trim(text), v)) {
+    // A number too large for a double (1e400) is out of range, not "not a number".
+    const std::string t(io::detail::trim(text));
+    char* end = nullptr;
+    errno = 0;
+    (void)std::strtod(t.c_str(), &end);
+    if (!t.empty() && end == t.c_str() + t.size() && errno == ERANGE)
+      bad(what, text, "out of range");
+    bad(what, text, "expected a number");
+  }
   if (!std::isfinite(v)) bad(what, text, "the number must be finite");
   return v;
 }

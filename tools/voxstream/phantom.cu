@@ -73,11 +73,12 @@ void write_phantom_as(const std::filesystem::path& path, const phantom_options& 
                       const std::function<void(std::size_t, std::size_t)>& progress) {
   const extent3 e = opt.extent;
   const std::size_t slice_bytes = e.slice_voxels() * sizeof(T);
-  // Slabs of at most 256 MiB (and the budget): a large phantom shows its progress.
-  const std::size_t slab_bytes = std::min<std::size_t>(budget_bytes, std::size_t{256} << 20);
+  // Slabs of at most 64 MiB (and the budget): a large phantom shows its progress.
+  const std::size_t slab_bytes = std::min<std::size_t>(budget_bytes, std::size_t{64} << 20);
   const std::size_t depth = std::max<std::size_t>(1, std::min(e.z, slab_bytes / slice_bytes));
   const std::size_t slabs = (e.z + depth - 1) / depth;
   host_volume<T> host(e);
+  if (progress) progress(0, slabs);
   for (std::size_t k = 0; k < slabs; ++k) {
     const std::size_t z0 = k * depth;
     const std::size_t z1 = std::min(e.z, z0 + depth);

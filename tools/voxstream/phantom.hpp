@@ -105,8 +105,9 @@ void generate_phantom(stream_set& streams, volume<T>& out, const extent3& e, std
                       const phantom_options& opt);
 
 /// @brief Makes the phantom slab by slab on the device (slabs of at most `budget_bytes` and
-///        256 MiB) into pinned host memory and writes it to `path` (format from the extension);
-///        blocks. `progress(done, total)` is called after each slab. Throws vox::error, io_error.
+///        64 MiB) into pinned host memory and writes it to `path` (format from the extension);
+///        blocks. `progress(done, total)` is called with 0 first, then after each slab. Throws
+///        vox::error, io_error.
 void write_phantom(const std::filesystem::path& path, const phantom_options& opt,
                    stream_set& streams, std::size_t budget_bytes,
                    const std::function<void(std::size_t, std::size_t)>& progress);

@@ -83,6 +83,12 @@ bool plain_line_due(std::size_t last, std::size_t done, std::size_t total) noexc
   return (done * 10 / total) > (last * 10 / total);
 }
 
+progress_mode terminal_only(progress_mode mode, std::FILE* out) {
+  if (mode != progress_mode::automatic) return mode;
+  return (out != nullptr && ::isatty(::fileno(out)) != 0) ? progress_mode::bar
+                                                          : progress_mode::off;
+}
+
 progress_reporter::progress_reporter(std::string label, std::string unit, progress_mode mode,
                                      std::FILE* out)
     : label_(std::move(label)),

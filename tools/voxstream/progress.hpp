@@ -38,6 +38,11 @@ enum class progress_mode {
   off,
 };
 
+/// @brief `mode`, except that automatic becomes off when `out` is not a terminal: for the
+///        coarse progress of in-memory runs and of `phantom`, which logs need not show (streamed
+///        runs keep plain lines in logs).
+[[nodiscard]] progress_mode terminal_only(progress_mode mode, std::FILE* out = stderr);
+
 /// @brief Shows the progress of one job on `out` (stderr by default). Not thread-safe.
 class progress_reporter {
  public:
