@@ -1,16 +1,16 @@
 // Internal to src/ops/filter.cu (CUDA only): the fused box family (mean, min, max) of any window
-// up to a 33 x 25 square in x and y and any depth in z, 2D and 3D, every voxel type and border.
+// up to 33 x 33 in x and y and any depth in z, 2D and 3D, every voxel type and border.
 // One launch reads each voxel from DRAM about once, where the 1D passes read and wrote the
 // volume once per axis and their taps cost O(radius) loads per voxel each.
 //
-// A block owns a haloed tile of bx_hx x bx_hy voxels (output tile (64 - 2 rx) x (32 - 2 ry)) and
-// marches along z through a chunk of its slab. Each thread owns 2 columns x 4 rows of the haloed
-// tile (lanes along x: every load and store of a warp is one contiguous row segment).
+// A block owns an output tile of (64 - 2 rx) x 32 voxels and marches along z through a chunk of
+// its slab (box_kernel says how). Radii of x and y are compile-time buckets (2, 4, 8, 16), so
+// that the taps unroll; the z radius is any.
 //  - mean: z first, as scipy: a running sum per haloed column (exact integers for integer
 //    voxels, double for floating ones) updated by one load in and one out per slice; its
 //    quotient, requantised to the voxel type, goes to shared memory; then the y and x passes
-//    from shared memory, each requantised. Cost per voxel: O(1) in z, O(rx + ry) shared loads.
-//  - min, max: order-free, so x and y first from the shared input tile, then z over a ring of
+//    from shared memory, each requantised. Cost per voxel: O(1) in z, O(rx + ry) in x and y.
+//  - min, max: order-free, so y and x first from the shared input tile, then z over a ring of
 //    the last 2 rz + 1 xy results in shared memory.
 // Not installed.
 #pragma once
@@ -30,19 +30,17 @@ namespace vox::detail::filt {
 
 inline constexpr int bx_threads = 256;
 inline constexpr int bx_warps = bx_threads / 32;
-inline constexpr int bx_hx = 64;                    ///< haloed tile columns (2 per lane)
-inline constexpr int bx_hy = 32;                    ///< haloed tile rows (4 per warp)
-inline constexpr int bx_cols = bx_hx / 32;          ///< columns per thread
-inline constexpr int bx_rows = bx_hy / bx_warps;    ///< rows per thread
-inline constexpr idx_t bx_max_rx = 16;              ///< output tiles of >= 32 columns
-inline constexpr idx_t bx_max_ry = 12;              ///< output tiles of >= 8 rows
-inline constexpr std::size_t bx_max_ring = 160u << 10;  ///< min/max z ring's shared bytes
+inline constexpr int bx_hx = 64;   ///< haloed tile columns: output columns 64 - 2 rx
+inline constexpr int bx_ty = 32;   ///< output rows of a tile
+inline constexpr int bx_seg = 8;   ///< output rows per thread in the y pass
+inline constexpr idx_t bx_max_r = 16;  ///< x and y radii of the fused path
+inline constexpr std::size_t bx_max_shared = 200u << 10;
 
 /// Geometry of one launch of the fused box kernels.
 struct box_geom {
   march_geom g;
   int rx, ry, rz;
-  int tx, ty;  ///< output tile: bx_hx - 2 rx by bx_hy - 2 ry
+  int tx;  ///< output columns of a tile: bx_hx - 2 rx
 };
 
 /// Accumulators of the fused mean: Z for the z pass's running sum, S for the y and x passes.
@@ -84,278 +82,229 @@ box_div<A> make_box_div(idx_t r) {
   return {1.0 / static_cast<double>(2 * r + 1), static_cast<A>(2 * r + 1)};
 }
 
-/// A pass's mean stored in voxel type T: requantised (saturated) for integers.
-template <class T, class A>
-__device__ __forceinline__ T box_store(A q) {
-  return to_voxel<T>(q);
-}
-
-template <bool MIN, class T>
-__device__ __forceinline__ T box_pick(T a, T b) {
-  if constexpr (MIN) {
+template <int OP, class T>  // OP: 0 sum, 1 min, 2 max
+__device__ __forceinline__ T box_combine(T a, T b) {
+  if constexpr (OP == 0) {
+    return a + b;
+  } else if constexpr (OP == 1) {
     return vmin(a, b);
   } else {
     return vmax(a, b);
   }
 }
 
-/// The haloed-tile positions one thread owns: in-slice offsets (32-bit; the host checks the
-/// slice size) and bit masks of the positions in the tile and of those inside the volume.
-struct box_positions {
-  unsigned off[bx_rows][bx_cols];
-  unsigned active;  ///< bit j * bx_cols + m: inside the haloed tile
-  unsigned inside;  ///< ... and inside the volume (or mapped into it by the border mode)
-  unsigned xin;     ///< ... column inside the volume (constant mode: else cval)
-};
+/// Haloed rows of a bucket-R tile (the most any ry <= R needs).
+template <int R>
+inline constexpr int bx_hy = bx_ty + 2 * R;
+/// Haloed positions per thread.
+template <int R>
+inline constexpr int bx_pos = (bx_hx * bx_hy<R> + bx_threads - 1) / bx_threads;
 
-__device__ __forceinline__ box_positions box_positions_of(const box_geom& b, idx_t x0, idx_t y0,
-                                                          border mode) {
-  box_positions p{};
-  const int lane = static_cast<int>(threadIdx.x) % 32, w = static_cast<int>(threadIdx.x) / 32;
-  const int hx = b.tx + 2 * b.rx, hy = b.ty + 2 * b.ry;
-#pragma unroll
-  for (int j = 0; j < bx_rows; ++j) {
-#pragma unroll
-    for (int m = 0; m < bx_cols; ++m) {
-      const int r = w + bx_warps * j, c = lane + 32 * m, bit = j * bx_cols + m;
-      p.off[j][m] = 0;
-      if (r < hy && c < hx) {
-        p.active |= 1u << bit;
-        const idx_t mx = map_fast(x0 + c - b.rx, b.g.nx, mode);
-        const idx_t my = map_fast(y0 + r - b.ry, b.g.ny, mode);
-        if (mx >= 0) p.xin |= 1u << bit;
-        if (mx >= 0 && my >= 0) {
-          p.inside |= 1u << bit;
-          p.off[j][m] = static_cast<unsigned>(my * b.g.nx + mx);
-        }
-      }
-    }
-  }
-  return p;
+/// Shared memory of a bucket-R box kernel: the haloed slice (voxels; and the mean's z sums in
+/// 3D), the y results (a row pitch of bx_hx + 2 R, so the x taps never leave the array), and
+/// the min/max ring of kz xy results.
+template <class T, class Z, int R>
+std::size_t box_shared_bytes(bool mean, bool d3, int kz) {
+  std::size_t b = static_cast<std::size_t>(bx_hy<R>) * bx_hx * sizeof(T);
+  if (mean && d3) b += static_cast<std::size_t>(bx_hy<R>) * bx_hx * sizeof(Z);
+  b += static_cast<std::size_t>(bx_ty) * (bx_hx + 2 * R) * sizeof(T);
+  if (!mean && d3) b += static_cast<std::size_t>(kz) * bx_ty * bx_hx * sizeof(T);
+  return (b + 15) / 16 * 16;
 }
 
-/// The fused box mean (z pass first). cval: the outside value of every pass, exact in T (the
-/// host checks), so that outside rows and columns of the tile can hold it.
-template <class T, class Z, class S>
+/// The fused box filter, bucket R >= rx, ry. OP 0 (mean): z first with a running sum per
+/// haloed column, then y, then x, each pass requantised (scipy's order); cval must be exact in
+/// T (the host checks). OP 1, 2 (min, max): y, then x, then z over a ring of the last 2 rz + 1
+/// xy results (the order does not matter for them). Per slice:
+///  A. the slice's haloed tile (the mean's z means) into shared memory, the next slice's loads
+///     issued into registers;
+///  B. y: each thread a column and a segment of bx_seg output rows, its 2 R + bx_seg inputs
+///     read once into registers, taps unrolled (those beyond ry skipped by a uniform test);
+///  C. x: each thread its output voxels, taps unrolled, from shared memory;
+///  D. min/max in 3D: z over the ring.
+template <class T, class Z, class S, int OP, int R, bool D3>
 __global__ void __launch_bounds__(bx_threads, 2)
-    box_mean_kernel(const T* __restrict__ in, T* __restrict__ out, box_geom b, border mode,
-                    T cval, box_div<Z> dz, box_div<S> dy, box_div<S> dx) {
-  __shared__ T a_s[bx_hy][bx_hx];  // z means of the haloed tile
-  __shared__ T b_s[bx_hy][bx_hx];  // y means (rows < ty)
+    box_kernel(const T* __restrict__ in, T* __restrict__ out, box_geom b, border mode, T cval,
+               box_div<Z> dz, box_div<S> dy, box_div<S> dx) {
+  constexpr int HY = bx_hy<R>, NP = bx_pos<R>, PX = bx_hx + 2 * R;
+  constexpr bool MEAN = OP == 0;
+  extern __shared__ __align__(16) unsigned char bx_dyn[];
+  T* a_s = reinterpret_cast<T*>(bx_dyn);  // [HY][bx_hx]
+  Z* acc_s = reinterpret_cast<Z*>(bx_dyn + ((HY * bx_hx * sizeof(T) + 15) / 16 * 16));
+  T* b_s = reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(acc_s) +
+                                ((MEAN && D3) ? HY * bx_hx * sizeof(Z) : 0));  // [bx_ty][PX]
+  T* ring = b_s + bx_ty * PX;  // [kz][bx_ty][bx_hx]
   const march_geom& g = b.g;
   const idx_t slice = g.nx * g.ny;
-  const int lane = static_cast<int>(threadIdx.x) % 32, w = static_cast<int>(threadIdx.x) / 32;
-  const Z cz = static_cast<Z>(cval);
-
-  for_each_march_tile(g, [&](idx_t bxi, idx_t byi, idx_t zs, idx_t ze) {
-    const idx_t x0 = bxi * b.tx, y0 = byi * b.ty;
-    const box_positions p = box_positions_of(b, x0, y0, mode);
-    // Value of slice zi at this thread's position (j, m), as the z pass sees it.
-    auto ld = [&](idx_t zi, int j, int m) -> Z {
-      const idx_t mz = map_fast(zi, g.nz, mode);
-      const unsigned bit = 1u << (j * bx_cols + m);
-      return (mz < 0 || !(p.inside & bit)) ? cz
-                                             : static_cast<Z>(in[mz * slice + p.off[j][m]]);
-    };
-    Z acc[bx_rows][bx_cols];
-#pragma unroll
-    for (int j = 0; j < bx_rows; ++j)
-#pragma unroll
-      for (int m = 0; m < bx_cols; ++m) acc[j][m] = Z(0);
-    for (idx_t d = -b.rz; d <= b.rz; ++d) {
-#pragma unroll
-      for (int j = 0; j < bx_rows; ++j)
-#pragma unroll
-        for (int m = 0; m < bx_cols; ++m)
-          if (p.active & (1u << (j * bx_cols + m))) acc[j][m] += ld(zs + d, j, m);
-    }
-    for (idx_t z = zs; z < ze; ++z) {
-      // The next slice's update: its loads stay in flight through this slice's passes.
-      Z nv[bx_rows][bx_cols], ov[bx_rows][bx_cols];
-      const bool more = z + 1 < ze;
-#pragma unroll
-      for (int j = 0; j < bx_rows; ++j) {
-#pragma unroll
-        for (int m = 0; m < bx_cols; ++m) {
-          nv[j][m] = Z(0);
-          ov[j][m] = Z(0);
-          if (more && (p.active & (1u << (j * bx_cols + m)))) {
-            nv[j][m] = ld(z + 1 + b.rz, j, m);
-            if (b.rz > 0) ov[j][m] = ld(z - b.rz, j, m);
-          }
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < bx_rows; ++j) {
-#pragma unroll
-        for (int m = 0; m < bx_cols; ++m) {
-          const unsigned bit = 1u << (j * bx_cols + m);
-          if (p.active & bit)
-            a_s[w + bx_warps * j][lane + 32 * m] =
-                (p.inside & bit) ? box_store<T>(dz(acc[j][m])) : cval;
-        }
-      }
-      __syncthreads();
-      // y pass: rows < ty of every haloed column; columns outside the volume (constant mode)
-      // hold cval for the x pass.
-#pragma unroll
-      for (int j = 0; j < bx_rows; ++j) {
-        const int r = w + bx_warps * j;
-#pragma unroll
-        for (int m = 0; m < bx_cols; ++m) {
-          const int c = lane + 32 * m;
-          const unsigned bit = 1u << (j * bx_cols + m);
-          if (r < b.ty && (p.active & bit)) {
-            S s = S(0);
-            for (int d = 0; d <= 2 * b.ry; ++d) s += static_cast<S>(a_s[r + d][c]);
-            b_s[r][c] = (p.xin & bit) ? box_store<T>(dy(s)) : cval;
-          }
-        }
-      }
-      __syncthreads();
-      // x pass into the output slice.
-      T* dst = out + z * slice;
-#pragma unroll
-      for (int j = 0; j < bx_rows; ++j) {
-        const int r = w + bx_warps * j;
-        const idx_t gy = y0 + r;
-#pragma unroll
-        for (int m = 0; m < bx_cols; ++m) {
-          const int c = lane + 32 * m;
-          const idx_t gx = x0 + c;
-          if (r < b.ty && c < b.tx && gy < g.ny && gx < g.nx) {
-            S s = S(0);
-            for (int d = 0; d <= 2 * b.rx; ++d) s += static_cast<S>(b_s[r][c + d]);
-            dst[gy * g.nx + gx] = box_store<T>(dx(s));
-          }
-        }
-      }
-      if (more) {
-#pragma unroll
-        for (int j = 0; j < bx_rows; ++j)
-#pragma unroll
-          for (int m = 0; m < bx_cols; ++m) {
-            if (b.rz == 0) {
-              acc[j][m] = nv[j][m];
-            } else {
-              acc[j][m] += nv[j][m] - ov[j][m];
-            }
-          }
-      }
-      // No third barrier: a_s is rewritten after this slice's second one (its readers are done),
-      // b_s only after the next slice's first one.
-    }
-    __syncthreads();  // the next tile's first a_s stores must not overtake this tile's x pass
-  });
-}
-
-/// Shared bytes of the min/max kernel's z ring.
-template <class T>
-std::size_t box_ring_bytes(const box_geom& b) {
-  return static_cast<std::size_t>(2 * b.rz + 1) * static_cast<std::size_t>(b.ty) * bx_hx *
-         sizeof(T);
-}
-
-/// The fused box minimum (MIN) or maximum: x, then y from the shared input tile, then z over the
-/// ring of the last 2 rz + 1 xy results (dynamic shared memory).
-template <class T, bool MIN>
-__global__ void __launch_bounds__(bx_threads, 2)
-    box_minmax_kernel(const T* __restrict__ in, T* __restrict__ out, box_geom b, border mode,
-                      T cval) {
-  __shared__ T s_s[bx_hy][bx_hx];  // the input slice's haloed tile
-  __shared__ T x_s[bx_hy][bx_hx];  // its x results (columns < tx)
-  extern __shared__ __align__(16) unsigned char box_dyn[];
-  T* ring = reinterpret_cast<T*>(box_dyn);  // [2 rz + 1][ty][bx_hx]
-  const march_geom& g = b.g;
-  const idx_t slice = g.nx * g.ny;
-  const int lane = static_cast<int>(threadIdx.x) % 32, w = static_cast<int>(threadIdx.x) / 32;
+  const int t = static_cast<int>(threadIdx.x);
+  const int lane = t % 32, w = t / 32;
+  const int hx = b.tx + 2 * b.rx, hy = bx_ty + 2 * b.ry;
   const int kz = 2 * b.rz + 1;
-  const int plane = b.ty * bx_hx;
+  constexpr int PLANE = bx_ty * bx_hx;
 
   for_each_march_tile(g, [&](idx_t bxi, idx_t byi, idx_t zs, idx_t ze) {
-    const idx_t x0 = bxi * b.tx, y0 = byi * b.ty;
-    const box_positions p = box_positions_of(b, x0, y0, mode);
-    auto ld = [&](idx_t zi, int j, int m) -> T {
+    const idx_t x0 = bxi * b.tx, y0 = byi * bx_ty;
+    // A's positions: i = t + bx_threads q, row i / bx_hx, column i % bx_hx.
+    unsigned off[NP];
+    unsigned active = 0, inside = 0;
+#pragma unroll
+    for (int q = 0; q < NP; ++q) {
+      const int i = t + bx_threads * q, r = i / bx_hx, c = i % bx_hx;
+      off[q] = 0;
+      if (r < hy && c < hx) {
+        active |= 1u << q;
+        const idx_t mx = map_fast(x0 + c - b.rx, g.nx, mode);
+        const idx_t my = map_fast(y0 + r - b.ry, g.ny, mode);
+        if (mx >= 0 && my >= 0) {
+          inside |= 1u << q;
+          off[q] = static_cast<unsigned>(my * g.nx + mx);
+        }
+      }
+    }
+    // B's column: outside the volume (constant mode) it holds cval for the x pass.
+    const int bc = t % bx_hx, br0 = (t / bx_hx) * bx_seg;
+    const bool bc_in = map_fast(x0 + bc - b.rx, g.nx, mode) >= 0;
+    auto ld = [&](idx_t zi, int q) -> T {
       const idx_t mz = map_fast(zi, g.nz, mode);
-      const unsigned bit = 1u << (j * bx_cols + m);
-      return (mz < 0 || !(p.inside & bit)) ? cval : in[mz * slice + p.off[j][m]];
+      return (mz < 0 || !((inside >> q) & 1u)) ? cval : in[mz * slice + off[q]];
     };
-    T pv[bx_rows][bx_cols];
+
+    T pv[NP];  // the next slice (min/max, 2D mean); the entering one (3D mean)
+    [[maybe_unused]] T ov[NP];  // 3D mean: the leaving one
+    if constexpr (MEAN && D3) {
 #pragma unroll
-    for (int j = 0; j < bx_rows; ++j)
+      for (int q = 0; q < NP; ++q) {
+        if (!((active >> q) & 1u)) continue;
+        Z a = Z(0);
+        for (idx_t d = -b.rz; d <= b.rz; ++d) a += static_cast<Z>(ld(zs + d, q));
+        acc_s[t + bx_threads * q] = a;
+      }
+    }
+    const idx_t first = (!MEAN && D3) ? zs - b.rz : zs;  // the first slice read
 #pragma unroll
-      for (int m = 0; m < bx_cols; ++m)
-        pv[j][m] = (p.active & (1u << (j * bx_cols + m))) ? ld(zs - b.rz, j, m) : cval;
+    for (int q = 0; q < NP; ++q)
+      if ((active >> q) & 1u) pv[q] = ld((MEAN && D3) ? zs + b.rz + 1 : first, q);
+    if constexpr (MEAN && D3) {
+#pragma unroll
+      for (int q = 0; q < NP; ++q)
+        if ((active >> q) & 1u) ov[q] = ld(zs - b.rz, q);
+    }
     int slot = 0;
-    for (idx_t zi = zs - b.rz; zi < ze + b.rz; ++zi) {
+    const idx_t last = (!MEAN && D3) ? ze + b.rz : ze;
+    for (idx_t zi = first; zi < last; ++zi) {
+      // A.
+      if constexpr (MEAN && D3) {
 #pragma unroll
-      for (int j = 0; j < bx_rows; ++j)
+        for (int q = 0; q < NP; ++q) {
+          if (!((active >> q) & 1u)) continue;
+          const int i = t + bx_threads * q;
+          a_s[i] = ((inside >> q) & 1u) ? to_voxel<T>(dz(acc_s[i])) : cval;
+        }
+      } else {
 #pragma unroll
-        for (int m = 0; m < bx_cols; ++m)
-          if (p.active & (1u << (j * bx_cols + m))) s_s[w + bx_warps * j][lane + 32 * m] = pv[j][m];
-      if (zi + 1 < ze + b.rz) {
+        for (int q = 0; q < NP; ++q)
+          if ((active >> q) & 1u) a_s[t + bx_threads * q] = pv[q];
+        if (zi + 1 < last) {
 #pragma unroll
-        for (int j = 0; j < bx_rows; ++j)
-#pragma unroll
-          for (int m = 0; m < bx_cols; ++m)
-            if (p.active & (1u << (j * bx_cols + m))) pv[j][m] = ld(zi + 1, j, m);
-      }
-      __syncthreads();
-      // x pass: every haloed row, output columns.
-#pragma unroll
-      for (int j = 0; j < bx_rows; ++j) {
-        const int r = w + bx_warps * j;
-#pragma unroll
-        for (int m = 0; m < bx_cols; ++m) {
-          const int c = lane + 32 * m;
-          if (r < b.ty + 2 * b.ry && c < b.tx) {
-            T v = s_s[r][c];
-            for (int d = 1; d <= 2 * b.rx; ++d) v = box_pick<MIN>(v, s_s[r][c + d]);
-            x_s[r][c] = v;
-          }
+          for (int q = 0; q < NP; ++q)
+            if ((active >> q) & 1u) pv[q] = ld(zi + 1, q);
         }
       }
       __syncthreads();
-      // y pass into the ring's slot.
-      T* rs = ring + slot * plane;
+      // B: y over rows br0 .. br0 + bx_seg of column bc.
+      {
+        S v[bx_seg + 2 * R];
 #pragma unroll
-      for (int j = 0; j < bx_rows; ++j) {
-        const int r = w + bx_warps * j;
+        for (int k = 0; k < bx_seg + 2 * R; ++k) v[k] = static_cast<S>(a_s[(br0 + k) * bx_hx + bc]);
 #pragma unroll
-        for (int m = 0; m < bx_cols; ++m) {
-          const int c = lane + 32 * m;
-          if (r < b.ty && c < b.tx) {
-            T v = x_s[r][c];
-            for (int d = 1; d <= 2 * b.ry; ++d) v = box_pick<MIN>(v, x_s[r + d][c]);
-            rs[r * bx_hx + c] = v;
+        for (int j = 0; j < bx_seg; ++j) {
+          S acc = v[j];
+#pragma unroll
+          for (int d = 1; d <= 2 * R; ++d)
+            if (d <= 2 * b.ry) acc = box_combine<OP>(acc, v[j + d]);
+          T res;
+          if constexpr (MEAN) {
+            res = bc_in ? to_voxel<T>(dy(acc)) : cval;
+          } else {
+            res = static_cast<T>(acc);
           }
+          b_s[(br0 + j) * PX + bc] = res;
         }
       }
-      slot = slot + 1 == kz ? 0 : slot + 1;
-      const idx_t z = zi - b.rz;  // the output slice whose window is now complete
-      if (z >= zs) {
-        __syncthreads();
-        T* dst = out + z * slice;
+      __syncthreads();
+      // C: x into the output slice (mean, 2D min/max) or the ring (3D min/max).
+      T* rs = ring + slot * PLANE;
+      const idx_t z = (!MEAN && D3) ? zi - b.rz : zi;
 #pragma unroll
-        for (int j = 0; j < bx_rows; ++j) {
-          const int r = w + bx_warps * j;
-          const idx_t gy = y0 + r;
+      for (int j = 0; j < bx_ty / bx_warps; ++j) {
+        const int r = w + bx_warps * j;
 #pragma unroll
-          for (int m = 0; m < bx_cols; ++m) {
-            const int c = lane + 32 * m;
-            const idx_t gx = x0 + c;
-            if (r < b.ty && c < b.tx && gy < g.ny && gx < g.nx) {
-              const T* q = ring + r * bx_hx + c;
-              T v = q[0];
-              for (int k = 1; k < kz; ++k) v = box_pick<MIN>(v, q[k * plane]);
-              dst[gy * g.nx + gx] = v;
+        for (int m = 0; m < bx_hx / 32; ++m) {
+          const int c = lane + 32 * m;
+          if (c >= b.tx) continue;
+          const T* bp = b_s + r * PX + c;
+          S acc = static_cast<S>(bp[0]);
+#pragma unroll
+          for (int d = 1; d <= 2 * R; ++d)
+            if (d <= 2 * b.rx) acc = box_combine<OP>(acc, static_cast<S>(bp[d]));
+          if constexpr (!MEAN && D3) {
+            rs[r * bx_hx + c] = static_cast<T>(acc);
+          } else {
+            const idx_t gy = y0 + r, gx = x0 + c;
+            if (gy < g.ny && gx < g.nx) {
+              if constexpr (MEAN) {
+                out[z * slice + gy * g.nx + gx] = to_voxel<T>(dx(acc));
+              } else {
+                out[z * slice + gy * g.nx + gx] = static_cast<T>(acc);
+              }
             }
           }
         }
       }
-      // The next slice's s_s stores follow this slice's x pass (second barrier); its x_s stores
-      // follow this y pass (its first barrier); its ring stores go to another slot, which this
-      // slice's z stage read before the next slice's first barrier.
+      if constexpr (!MEAN && D3) {
+        slot = slot + 1 == kz ? 0 : slot + 1;
+        if (z >= zs) {
+          __syncthreads();
+          // D: z over the ring.
+#pragma unroll
+          for (int j = 0; j < bx_ty / bx_warps; ++j) {
+            const int r = w + bx_warps * j;
+            const idx_t gy = y0 + r;
+#pragma unroll
+            for (int m = 0; m < bx_hx / 32; ++m) {
+              const int c = lane + 32 * m;
+              const idx_t gx = x0 + c;
+              if (c < b.tx && gy < g.ny && gx < g.nx) {
+                const T* q = ring + r * bx_hx + c;
+                T v = q[0];
+                for (int k = 1; k < kz; ++k) v = box_combine<OP>(v, q[k * PLANE]);
+                out[z * slice + gy * g.nx + gx] = v;
+              }
+            }
+          }
+        }
+      }
+      if constexpr (MEAN && D3) {
+        // The next slice's z sums: its loads were in flight through B and C.
+        if (zi + 1 < last) {
+#pragma unroll
+          for (int q = 0; q < NP; ++q) {
+            if (!((active >> q) & 1u)) continue;
+            const int i = t + bx_threads * q;
+            acc_s[i] += static_cast<Z>(pv[q]) - static_cast<Z>(ov[q]);
+          }
+          if (zi + 2 < last) {
+#pragma unroll
+            for (int q = 0; q < NP; ++q) {
+              if (!((active >> q) & 1u)) continue;
+              pv[q] = ld(zi + 2 + b.rz, q);
+              ov[q] = ld(zi + 1 - b.rz, q);
+            }
+          }
+        }
+      }
+      // No barrier here: the next A writes a_s (B is done with it) and acc_s (its own), the
+      // next B writes b_s only after the next first barrier, the next C another ring slot.
     }
     __syncthreads();
   });
@@ -376,19 +325,35 @@ bool box_sums_fit(const radii& r, double cval) {
   }
 }
 
+template <class T, pass_op P, int R, bool D3>
+void launch_box(const box_geom& bg, const dim3& grid, stream_view s, const char* op, const T* src,
+                T* dst, border mode, T cval, idx_t rz, idx_t ry, idx_t rx, std::size_t bytes) {
+  using Z = box_z_acc_t<T>;
+  using S = std::conditional_t<P == pass_op::mean, box_s_acc_t<T>, T>;
+  constexpr int OP = P == pass_op::mean ? 0 : P == pass_op::min ? 1 : 2;
+  auto* k = box_kernel<T, Z, S, OP, R, D3>;
+  if (bytes > (48u << 10))
+    VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)),
+                 op);
+  k<<<grid, bx_threads, bytes, s.value()>>>(src, dst, bg, mode, cval, make_box_div<Z>(rz),
+                                            make_box_div<S>(ry), make_box_div<S>(rx));
+}
+
 /// Enqueues the fused box mean (P == mean), min or max, or returns false where it does not serve
-/// the window, extent or cval (the caller then runs the 1D passes): x radius <= 16, y radius <=
-/// 12, 32-bit in-slice offsets, cval exact in the voxel type in constant mode, integer sums that
-/// fit, and the min/max ring in shared memory.
+/// the window, extent or cval (the caller then runs the 1D passes): x and y radii <= 16, 32-bit
+/// in-slice offsets, cval exact in the voxel type in constant mode (mean), integer sums that fit,
+/// and the shared memory (the min/max z ring grows with the z radius).
 template <class T, pass_op P>
 bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
                    radii r, const filter_options& o) {
   const extent3 e = in.extent();
   if (o.dims == 2) r.z = 0;
-  if (r.x > bx_max_rx || r.y > bx_max_ry) return false;
+  if (r.x > bx_max_r || r.y > bx_max_r) return false;
   if (e.slice_voxels() > std::size_t{0xffffffffu}) return false;
   T cval{};
-  if constexpr (P == pass_op::mean) {
+  constexpr bool mean = P == pass_op::mean;
+  if constexpr (mean) {
     if (o.mode == border::constant && static_cast<double>(static_cast<T>(o.cval)) != o.cval)
       return false;
     if (o.mode == border::constant) cval = static_cast<T>(o.cval);
@@ -396,17 +361,22 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   } else {
     cval = to_voxel<T>(o.cval);
   }
+  const bool d3 = r.z > 0;
+  const idx_t rmax = std::max(r.x, r.y);
+  const int bucket = rmax <= 2 ? 2 : rmax <= 4 ? 4 : rmax <= 8 ? 8 : 16;
+  const int kz = static_cast<int>(2 * r.z + 1);
+  using Z = box_z_acc_t<T>;
+  const std::size_t bytes =
+      bucket == 2    ? box_shared_bytes<T, Z, 2>(mean, d3, kz)
+      : bucket == 4  ? box_shared_bytes<T, Z, 4>(mean, d3, kz)
+      : bucket == 8  ? box_shared_bytes<T, Z, 8>(mean, d3, kz)
+                     : box_shared_bytes<T, Z, 16>(mean, d3, kz);
+  if (bytes > bx_max_shared) return false;
   box_geom b{};
   b.rx = static_cast<int>(r.x);
   b.ry = static_cast<int>(r.y);
   b.rz = static_cast<int>(r.z);
   b.tx = bx_hx - 2 * b.rx;
-  b.ty = bx_hy - 2 * b.ry;
-  std::size_t ring = 0;
-  if constexpr (P != pass_op::mean) {
-    ring = box_ring_bytes<T>(b);
-    if (ring > bx_max_ring) return false;
-  }
   // Each chunk reads 2 rz halo slices again (the min/max filters them again too): chunks of at
   // least 8 rz slices keep that under a quarter.
   const idx_t min_chunk = std::max<idx_t>(16, 8 * r.z);
@@ -416,24 +386,28 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
       streams, op, streams.plan(e.z, static_cast<std::size_t>(min_chunk)),
       {vox::read(in, z_halo(r.z, e)), vox::write(out)}, [&](stream_view s, const slab& w) {
         box_geom bg = b;
-        bg.g = make_march(e, w, b.tx, b.ty, min_chunk);
+        bg.g = make_march(e, w, b.tx, bx_ty, min_chunk);
         const dim3u gr = march_grid(bg.g);
         const dim3 grid(gr.x, gr.y, gr.z);
-        if constexpr (P == pass_op::mean) {
-          using Z = box_z_acc_t<T>;
-          using S = box_s_acc_t<T>;
-          box_mean_kernel<T, Z, S><<<grid, bx_threads, 0, s.value()>>>(
-              src, dst, bg, o.mode, cval, make_box_div<Z>(r.z), make_box_div<S>(r.y),
-              make_box_div<S>(r.x));
+        auto go = [&](auto rt, auto dt) {
+          launch_box<T, P, decltype(rt)::value, decltype(dt)::value>(
+              bg, grid, s, op, src, dst, o.mode, cval, r.z, r.y, r.x, bytes);
+        };
+        auto by_depth = [&](auto rt) {
+          if (d3) {
+            go(rt, std::true_type{});
+          } else {
+            go(rt, std::false_type{});
+          }
+        };
+        if (bucket == 2) {
+          by_depth(std::integral_constant<int, 2>{});
+        } else if (bucket == 4) {
+          by_depth(std::integral_constant<int, 4>{});
+        } else if (bucket == 8) {
+          by_depth(std::integral_constant<int, 8>{});
         } else {
-          constexpr bool is_min = P == pass_op::min;
-          auto* k = box_minmax_kernel<T, is_min>;
-          // Static and dynamic shared memory together past 48 KiB need the opt-in.
-          if (ring + 2 * sizeof(T) * bx_hy * bx_hx > (48u << 10))
-            VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(ring)),
-                         op);
-          k<<<grid, bx_threads, ring, s.value()>>>(src, dst, bg, o.mode, cval);
+          by_depth(std::integral_constant<int, 16>{});
         }
         check_launch(op);
       });

@@ -4,10 +4,13 @@
 //
 // A block owns an output tile of rk_tx x rows and marches along z through a chunk of its slab;
 // each thread owns one output column. Each thread keeps a histogram of 256 bins (and 16 coarse
-// bins) of its window in shared memory, laid out [bin][thread] so that every thread always hits
-// its own bank. When the window moves one slice along z, the leaving plane's voxels are removed
-// and the entering plane's added: 2 sx sy updates per output, whatever the window's depth. The
-// rank's bin is found by 16 + 16 steps.
+// bins) of its window in shared memory: 8-bit counters (16-bit for windows over 255 voxels)
+// packed into 32-bit words laid out [word][thread], so that a thread always hits its own bank
+// and its own words. When the window moves one slice along z, the leaving plane's voxels are
+// removed and the entering plane's added: 2 sx sy updates per output, whatever the window's
+// depth. Updates are shared-memory atomic adds whose result is unused: a plain load-add-store
+// would chain every update to the previous one's latency (the compiler cannot tell that two
+// bins differ). The rank's bin is found by 16 + 16 steps over the packed counters.
 //
 // Bins: for 8-bit voxels, and integer voxels whose range over the block's region (tile, halo and
 // chunk) spans under 256 values, a bin is one value and the bin is the answer. Otherwise bins
@@ -36,7 +39,7 @@ inline constexpr int rk_max_r = 7;    ///< window of up to 15 voxels along each 
 inline constexpr int rk_cap = 16;     ///< members of the rank's bin kept for the selection
 
 /// Threads per block: 128 with 8-bit counters (windows of up to 255 voxels), 64 with 16-bit
-/// ones. Either way a thread's counter for any bin lies in bank (thread / (4 / sizeof(C))).
+/// ones (twice the words).
 template <class C>
 inline constexpr int rk_threads = sizeof(C) == 1 ? 128 : 64;
 template <class C>
@@ -61,7 +64,7 @@ std::size_t rank_shared_bytes(const rank_geom& b) {
   const std::size_t plane = static_cast<std::size_t>(rk_tx + 2 * b.rx) *
                             static_cast<std::size_t>(rk_ty<C> + 2 * b.ry);
   const std::size_t k = static_cast<std::size_t>(2 * b.rz + 1);
-  std::size_t bytes = (rk_bins + rk_coarse) * nt * sizeof(C);  // histograms
+  std::size_t bytes = (rk_bins + rk_coarse) * nt * sizeof(C);  // histograms (packed words)
   bytes += rk_cap * nt * sizeof(T);                             // members of the rank's bin
   bytes += k * plane * sizeof(T);                               // the window's planes
   bytes = (bytes + 15) / 16 * 16;
@@ -81,9 +84,12 @@ __global__ void __launch_bounds__(rk_threads<C>)
   const int tx = t % rk_tx, ty = t / rk_tx;
   const int hx = rk_tx + 2 * b.rx, hy = TY + 2 * b.ry, plane = hx * hy;
   const int kz = 2 * b.rz + 1;
-  C* hist = reinterpret_cast<C*>(rk_dyn);        // [rk_bins][NT]
-  C* coarse = hist + rk_bins * NT;               // [rk_coarse][NT]
-  T* mem = reinterpret_cast<T*>(coarse + rk_coarse * NT);  // [rk_cap][NT]
+  constexpr int BPW = 4 / static_cast<int>(sizeof(C));  // counters per word
+  constexpr int BITS = 8 * static_cast<int>(sizeof(C));
+  constexpr unsigned MASK = (1u << BITS) - 1u;
+  unsigned* hist = reinterpret_cast<unsigned*>(rk_dyn);   // [rk_bins / BPW][NT]
+  unsigned* coarse = hist + rk_bins / BPW * NT;           // [rk_coarse / BPW][NT]
+  T* mem = reinterpret_cast<T*>(coarse + rk_coarse / BPW * NT);  // [rk_cap][NT]
   T* raw = mem + rk_cap * NT;                    // [kz][plane]
   unsigned char* bk = reinterpret_cast<unsigned char*>(
       rk_dyn + (((reinterpret_cast<unsigned char*>(raw + kz * plane) - rk_dyn) + 15) / 16 * 16));
@@ -168,9 +174,9 @@ __global__ void __launch_bounds__(rk_threads<C>)
       return d >= K(255) ? 255 : (d > K(0) ? static_cast<int>(d) : 0);  // NaN: bin 0
     };
 
-    for (int bin = 0; bin < rk_bins; ++bin) hist[bin * NT + t] = C(0);
+    for (int wd = 0; wd < rk_bins / BPW; ++wd) hist[wd * NT + t] = 0u;
 #pragma unroll
-    for (int c = 0; c < rk_coarse; ++c) coarse[c * NT + t] = C(0);
+    for (int wd = 0; wd < rk_coarse / BPW; ++wd) coarse[wd * NT + t] = 0u;
     auto store_plane = [&](int slot, const T(&v)[NPRE]) {
 #pragma unroll
       for (int q = 0; q < NPRE; ++q) {
@@ -184,11 +190,14 @@ __global__ void __launch_bounds__(rk_threads<C>)
     // Adds (+1) or removes (-1) this thread's window columns of the plane in `slot`.
     auto count_plane = [&](int slot, int delta) {
       const unsigned char* bp = bk + slot * plane + ty * hx + tx;
+      const unsigned one = delta > 0 ? 1u : ~0u;  // +1 or -1 in every counter's lowest bit
       for (int dy = 0; dy <= 2 * b.ry; ++dy) {
         for (int dx = 0; dx <= 2 * b.rx; ++dx) {
           const int bin = bp[dy * hx + dx];
-          hist[bin * NT + t] = static_cast<C>(hist[bin * NT + t] + delta);
-          coarse[(bin >> 4) * NT + t] = static_cast<C>(coarse[(bin >> 4) * NT + t] + delta);
+          const int cb = bin >> 4;
+          // A removed voxel was counted before: its counter is >= 1, so no borrow leaves it.
+          atomicAdd(&hist[(bin / BPW) * NT + t], one << ((bin % BPW) * BITS));
+          atomicAdd(&coarse[(cb / BPW) * NT + t], one << ((cb % BPW) * BITS));
         }
       }
     };
@@ -220,13 +229,13 @@ __global__ void __launch_bounds__(rk_threads<C>)
       const int need = b.rank;
       int below = 0, c = 0;
       for (; c < rk_coarse - 1; ++c) {
-        const int n = coarse[c * NT + t];
+        const int n = static_cast<int>((coarse[(c / BPW) * NT + t] >> ((c % BPW) * BITS)) & MASK);
         if (below + n > need) break;
         below += n;
       }
       int bin = c * 16;
       for (; bin < c * 16 + 15; ++bin) {
-        const int n = hist[bin * NT + t];
+        const int n = static_cast<int>((hist[(bin / BPW) * NT + t] >> ((bin % BPW) * BITS)) & MASK);
         if (below + n > need) break;
         below += n;
       }
