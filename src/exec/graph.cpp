@@ -208,7 +208,7 @@ void join_ledgers(const std::vector<exec::slice_ledger*>& ledgers,
                   const std::shared_ptr<exec::stream_state>& origin, const char* op) {
   std::vector<const exec::mark*> needed;
   auto consider = [&](const exec::mark& m) {
-    if (!m.valid() || m.stream == origin || m.seq <= m.stream->completed) return;
+    if (!m.valid() || m.stream == origin || m.seq <= exec::completed_seq(*m.stream)) return;
     for (auto& n : needed) {
       if (n->stream == m.stream) {
         if (n->seq < m.seq) n = &m;
@@ -464,9 +464,14 @@ void graph::launch_(stream_set& streams, const std::vector<detail::bound_volume>
     g.after = streams.events()->acquire();
     g.after_origin = origin;
   }
-  const exec::mark after{origin, origin->recorded + 1, g.after};
-  detail::record_event(g.after->value(), origin->handle, op);
-  ++origin->recorded;
+  exec::mark after;
+  {
+    // As record_mark: sequence numbers follow the order on the stream.
+    const std::lock_guard<std::mutex> lock(origin->mutex);
+    after = exec::mark{origin, origin->recorded + 1, g.after};
+    detail::record_event(g.after->value(), origin->handle, op);
+    __atomic_store_n(&origin->recorded, after.seq, __ATOMIC_RELEASE);
+  }
   for (std::size_t i = 1; i < streams.size(); ++i)
     detail::stream_wait_event(streams.state(i)->handle, g.after->value(), op);
   for (exec::slice_ledger* l : g.touched) l->set_all_written(after);

@@ -26,7 +26,6 @@ std::shared_ptr<pooled_event> event_pool::acquire() {
   }
   if (e == native_event{}) {
     e = detail::create_event("event_pool");
-    std::lock_guard<std::mutex> lock(mutex_);
     ++created_;
   }
   return std::make_shared<pooled_event>(e, shared_from_this());
@@ -54,10 +53,20 @@ stream_state::stream_state(std::size_t index_in_set, std::shared_ptr<event_pool>
 stream_state::~stream_state() { detail::destroy_stream(handle); }
 
 mark record_mark(const std::shared_ptr<stream_state>& st, const char* op) {
+  // One record at a time per stream, so that sequence numbers follow the order on the stream.
+  std::lock_guard<std::mutex> lock(st->mutex);
   mark m{st, st->recorded + 1, st->pool->acquire()};
   detail::record_event(m.event->value(), st->handle, op);
-  ++st->recorded;
+  __atomic_store_n(&st->recorded, m.seq, __ATOMIC_RELEASE);
   return m;
+}
+
+void note_completed(stream_state& s, std::uint64_t seq) noexcept {
+  std::uint64_t cur = completed_seq(s);
+  while (cur < seq &&
+         !__atomic_compare_exchange_n(&s.completed, &cur, seq, true, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE)) {
+  }
 }
 
 namespace {
@@ -160,7 +169,7 @@ void slice_ledger::set_all_written(const mark& m) {
 std::vector<mark> slice_ledger::outstanding() const {
   std::vector<mark> out;
   auto consider = [&](const mark& m) {
-    if (!m.valid() || m.seq <= m.stream->completed) return;
+    if (!m.valid() || m.seq <= completed_seq(*m.stream)) return;
     auto it = std::find_if(out.begin(), out.end(),
                            [&](const mark& o) { return o.stream == m.stream; });
     if (it == out.end()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -29,7 +30,9 @@ std::vector<slab> make_plan(std::size_t slices, std::size_t streams, slice_mappi
 }
 
 stream_set::stream_set(std::size_t n, stream_set_options opts)
-    : opts_(opts), pool_(std::make_shared<exec::event_pool>()) {
+    : opts_(opts),
+      pool_(std::make_shared<exec::event_pool>()),
+      mutex_(std::make_unique<std::recursive_mutex>()) {
   VOX_EXPECTS(n >= 1, "stream_set", "needs at least one stream, got 0");
   VOX_EXPECTS(opts.staging_bytes == 0 || opts.staging_bytes >= sizeof(double), "stream_set",
               "staging_bytes must be 0 or at least the size of one voxel (8 bytes)");
@@ -79,7 +82,7 @@ void stream_set::synchronize() {
   for (auto& s : streams_) {
     const exec::mark m = exec::record_mark(s, "stream_set::synchronize");
     detail::event_synchronize(m.event->value(), "stream_set::synchronize");
-    s->completed = m.seq;
+    exec::note_completed(*s, m.seq);
   }
 }
 
@@ -109,6 +112,30 @@ std::shared_ptr<const std::vector<op_observer*>> observers() {
   return observers_list;
 }
 
+// Locks a set of recursive mutexes in address order (duplicates once); unlocks on destruction.
+class op_locks {
+ public:
+  explicit op_locks(std::vector<std::recursive_mutex*> m) : m_(std::move(m)) {
+    std::sort(m_.begin(), m_.end(), std::less<>());
+    m_.erase(std::unique(m_.begin(), m_.end()), m_.end());
+    std::size_t i = 0;
+    try {
+      for (; i < m_.size(); ++i) m_[i]->lock();
+    } catch (...) {
+      while (i > 0) m_[--i]->unlock();
+      throw;
+    }
+  }
+  ~op_locks() {
+    for (auto it = m_.rbegin(); it != m_.rend(); ++it) (*it)->unlock();
+  }
+  op_locks(const op_locks&) = delete;
+  op_locks& operator=(const op_locks&) = delete;
+
+ private:
+  std::vector<std::recursive_mutex*> m_;
+};
+
 struct slice_range {
   std::size_t z0;
   std::size_t z1;
@@ -123,7 +150,7 @@ slice_range range_of(const access& a, const slab& w) {
 
 // Latest needed event per other stream.
 void consider(const mark& m, const stream_state* waiter, std::vector<const mark*>& needed) {
-  if (!m.valid() || m.stream.get() == waiter || m.seq <= m.stream->completed) return;
+  if (!m.valid() || m.stream.get() == waiter || m.seq <= completed_seq(*m.stream)) return;
   for (auto& n : needed) {
     if (n->stream == m.stream) {
       if (n->seq < m.seq) n = &m;
@@ -197,6 +224,13 @@ void remove_observer(op_observer* o) {
 void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
             const std::vector<access>& acc, const slab_fn& enqueue) {
   validate(set, op, plan, acc);
+
+  // The set's lock and every ledger's, in address order so that ops on overlapping volumes
+  // from several threads cannot deadlock. Held from the waits to the ledger updates: another
+  // op on these volumes sees either none or all of this one.
+  std::vector<std::recursive_mutex*> mutexes{set.mutex_.get()};
+  for (const auto& a : acc) mutexes.push_back(&a.ledger->mutex());
+  const op_locks locks(std::move(mutexes));
 
   // Streams used, in order of first appearance.
   std::vector<std::size_t> used;
@@ -279,6 +313,7 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
 }
 
 void join_all(const slice_ledger& ledger, const stream_state& s, const char* op) {
+  const std::lock_guard<std::recursive_mutex> lock(ledger.mutex());
   for (const mark& m : ledger.outstanding()) {
     if (m.stream.get() == &s) continue;
     detail::stream_wait_event(s.handle, m.event->value(), op);

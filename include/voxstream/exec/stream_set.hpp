@@ -8,6 +8,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,8 @@ using slab_fn = std::function<void(stream_view s, const slab& work)>;
 ///        wait on exactly the events it needs, calls `enqueue` for every slab, records one
 ///        event per stream used, and updates every ledger. Asynchronous; throws
 ///        vox::invalid_argument before enqueuing anything if the accesses are inconsistent.
+///        Thread-safe: holds the set's and every ledger's lock, taken
+///        in address order, from the waits to the ledger updates (enqueue runs under them).
 void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
             const std::vector<access>& accesses, const slab_fn& enqueue);
 
@@ -94,11 +97,13 @@ void add_observer(op_observer* o);
 void remove_observer(op_observer* o);
 
 /// @brief Makes `s` wait on every event the ledger refers to (before freeing or reusing the
-///        storage on `s`). Asynchronous.
+///        storage on `s`). Asynchronous; thread-safe (holds the ledger's lock).
 void join_all(const slice_ledger& ledger, const stream_state& s, const char* op);
 }  // namespace exec
 
 /// @brief A set of N non-blocking streams ordered only by recorded events. Move-only.
+///        Thread-safe: ops may use one set from several host threads (run_op serialises them);
+///        moving, destroying and reading the counters or wait_log() need exclusive use.
 class stream_set {
  public:
   /// @brief Creates `n` non-blocking streams on the current device (n >= 1).
@@ -130,6 +135,7 @@ class stream_set {
   /// @brief Blocks the host until all work enqueued so far on every stream has completed. It
   ///        records one event per stream and waits on those events only (no device-wide sync).
   ///        Afterwards the ledger knows that every earlier event is complete: no more waits on them.
+  ///        Thread-safe; does not hold the set's lock while it waits.
   void synchronize();
 
   /// @brief Waits inserted by the ledger since construction or reset_counters().
@@ -158,6 +164,7 @@ class stream_set {
   std::shared_ptr<exec::event_pool> pool_;
   std::vector<std::shared_ptr<exec::stream_state>> streams_;
   std::unique_ptr<staging> staging_;
+  std::unique_ptr<std::recursive_mutex> mutex_;  ///< serialises run_op on this set
   std::size_t waits_{0};
   std::size_t records_{0};
   std::vector<wait_record> log_;
