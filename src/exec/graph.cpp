@@ -13,6 +13,7 @@
 #include <voxstream/core/stream.hpp>
 
 #include "../detail/cuda_check.hpp"
+#include "capture_flag.hpp"
 
 #if VOX_BACKEND_CUDA
 #include <voxstream/profile/timeline.hpp>
@@ -295,6 +296,7 @@ cudaGraph_t capture_graph(stream_set& set, detail::graph_body& body, void* const
     detail::record_event(events.back()->value(), origin->handle, op);
     for (std::size_t i = 1; i < set.size(); ++i)
       detail::stream_wait_event(set.state(i)->handle, events.front()->value(), op);
+    const detail::capture_flag capturing;  // no event queries inside the capture
     body.run(args);
   } catch (...) {
     thrown = std::current_exception();

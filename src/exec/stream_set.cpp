@@ -46,9 +46,30 @@ stream_set::stream_set(std::size_t n, stream_set_options opts)
     staging_ = std::make_unique<staging>(opts_.staging_buffers, opts_.staging_bytes);
 }
 
-stream_set::~stream_set() = default;
+stream_set::~stream_set() { retire_(); }
 stream_set::stream_set(stream_set&&) noexcept = default;
-stream_set& stream_set::operator=(stream_set&&) noexcept = default;
+stream_set& stream_set::operator=(stream_set&& o) noexcept {
+  if (this != &o) {
+    retire_();
+    opts_ = o.opts_;
+    device_ = o.device_;
+    pool_ = std::move(o.pool_);
+    streams_ = std::move(o.streams_);
+    o.streams_.clear();
+    staging_ = std::move(o.staging_);
+    mutex_ = std::move(o.mutex_);
+    waits_ = std::exchange(o.waits_, 0);
+    records_ = std::exchange(o.records_, 0);
+    log_ = std::move(o.log_);
+    o.log_.clear();
+  }
+  return *this;
+}
+
+void stream_set::retire_() noexcept {
+  // Ledgers may keep these streams' marks; once retired (and complete) they can be dropped.
+  for (auto& s : streams_) s->retired.store(true, std::memory_order_release);
+}
 
 stream_view stream_set::stream(std::size_t i) const {
   VOX_EXPECTS(i < streams_.size(), "stream_set::stream",

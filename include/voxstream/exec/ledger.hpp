@@ -76,6 +76,7 @@ struct stream_state {
   std::uint64_t completed{0};      ///< every event with seq <= this is known complete
   std::shared_ptr<event_pool> pool;
   std::mutex mutex;                ///< serialises record_mark (sequence numbers in stream order)
+  std::atomic<bool> retired{false};  ///< its stream_set is gone: no new work will come
 };
 
 /// @brief s.completed, read atomically (another thread may raise it). Thread-safe.
@@ -136,12 +137,16 @@ class slice_ledger {
   }
   /// @brief Slices [z0, z1) were written after `m`: it becomes their writer, readers forgotten.
   void set_written(std::size_t z0, std::size_t z1, const mark& m);
-  /// @brief Slices [z0, z1) were read before `m`: it replaces their reader on m's stream.
+  /// @brief Slices [z0, z1) were read before `m`: it replaces their reader on m's stream. Readers
+  ///        there from streams whose set is gone are dropped once their event is complete
+  ///        (always on the host backend), so a volume read by many short-lived sets keeps few.
   void add_reader(std::size_t z0, std::size_t z1, const mark& m);
   /// @brief Makes every slice's last writer `m` and forgets readers (e.g. after allocation).
   void set_all_written(const mark& m);
   /// @brief Every distinct event the ledger still refers to, latest per stream.
   [[nodiscard]] std::vector<mark> outstanding() const;
+  /// @brief Marks held over all runs, writers and readers (for tests of their bound).
+  [[nodiscard]] std::size_t marks() const noexcept;
   /// @brief The lock that serialises this ledger's users (recursive: an op may nest another).
   [[nodiscard]] std::recursive_mutex& mutex() const noexcept { return mutex_; }
 

@@ -159,6 +159,8 @@ class stream_set {
  private:
   friend void exec::run_op(stream_set&, const char*, const std::vector<slab>&,
                            const std::vector<exec::access>&, const exec::slab_fn&);
+  void retire_() noexcept;  ///< marks the streams retired (the set lets go of them)
+
   stream_set_options opts_;
   int device_{0};
   std::shared_ptr<exec::event_pool> pool_;
