@@ -71,7 +71,21 @@ void stream_set::retire_() noexcept {
   for (auto& s : streams_) s->retired.store(true, std::memory_order_release);
 }
 
+void stream_set::expect_streams_(const char* op) const {
+  VOX_EXPECTS(!streams_.empty(), op,
+              "the stream_set was moved from (it has no streams); use the set it was moved to");
+}
+
+const std::shared_ptr<exec::stream_state>& stream_set::state(std::size_t i) const {
+  expect_streams_("stream_set::state");
+  VOX_EXPECTS(i < streams_.size(), "stream_set::state",
+              "index " + std::to_string(i) + " out of range for " +
+                  std::to_string(streams_.size()) + " streams");
+  return streams_[i];
+}
+
 stream_view stream_set::stream(std::size_t i) const {
+  expect_streams_("stream_set::stream");
   VOX_EXPECTS(i < streams_.size(), "stream_set::stream",
               "index " + std::to_string(i) + " out of range for " +
                   std::to_string(streams_.size()) + " streams");
@@ -79,16 +93,19 @@ stream_view stream_set::stream(std::size_t i) const {
 }
 
 std::vector<slab> stream_set::plan(std::size_t slices) const {
+  expect_streams_("stream_set::plan");
   return make_plan(slices, streams_.size(), opts_.mapping);
 }
 
 std::vector<slab> stream_set::plan(std::size_t slices, std::size_t min_depth) const {
+  expect_streams_("stream_set::plan");
   if (opts_.mapping == slice_mapping::round_robin || min_depth <= 1) return plan(slices);
   const std::size_t k = std::max<std::size_t>(1, slices / min_depth);
   return make_plan(slices, std::min(k, streams_.size()), opts_.mapping);
 }
 
 std::size_t stream_set::stream_for_slice(std::size_t z, std::size_t slices) const {
+  expect_streams_("stream_set::stream_for_slice");
   VOX_EXPECTS(z < slices, "stream_set::stream_for_slice",
               "slice " + std::to_string(z) + " out of range for " + std::to_string(slices));
   const std::size_t n = streams_.size();
@@ -100,6 +117,7 @@ std::size_t stream_set::stream_for_slice(std::size_t z, std::size_t slices) cons
 }
 
 void stream_set::synchronize() {
+  expect_streams_("stream_set::synchronize");
   for (auto& s : streams_) {
     const exec::mark m = exec::record_mark(s, "stream_set::synchronize");
     detail::event_synchronize(m.event->value(), "stream_set::synchronize");
@@ -114,6 +132,7 @@ void stream_set::reset_counters() noexcept {
 }
 
 stream_set::staging& stream_set::staging_buffers() {
+  expect_streams_("stream_set::staging_buffers");
   VOX_EXPECTS(staging_ != nullptr, "stream_set",
               "this set was made without staging buffers (staging_buffers or staging_bytes is 0)");
   return *staging_;
@@ -183,6 +202,8 @@ void consider(const mark& m, const stream_state* waiter, std::vector<const mark*
 
 void validate(const stream_set& set, const char* op, const std::vector<slab>& plan,
               const std::vector<access>& acc) {
+  VOX_EXPECTS(set.size() > 0, op,
+              "the stream_set was moved from (it has no streams); use the set it was moved to");
   VOX_EXPECTS(!plan.empty(), op, "nothing to do: the slab plan is empty");
   std::size_t nz = 0;
   for (const auto& w : plan) {
