@@ -53,7 +53,9 @@ struct volume_view {
 /// set's first stream (the home stream) and value-initialised there with par_nosync. The
 /// volume's ledger starts with every slice written by that initialisation. Destruction makes the
 /// home stream wait on every event in the ledger and then frees stream-ordered: no host wait.
-/// Move-only.
+/// Move-only. Thread-safe as the standard containers are, plus: ops may read and write one
+/// volume from several host threads at once (its ledger has a lock); moving, reshape,
+/// set_spacing/set_origin and destruction need exclusive use.
 template <class T>
 class volume {
  public:

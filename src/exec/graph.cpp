@@ -13,6 +13,7 @@
 #include <voxstream/core/stream.hpp>
 
 #include "../detail/cuda_check.hpp"
+#include "capture_flag.hpp"
 
 #if VOX_BACKEND_CUDA
 #include <voxstream/profile/timeline.hpp>
@@ -208,7 +209,7 @@ void join_ledgers(const std::vector<exec::slice_ledger*>& ledgers,
                   const std::shared_ptr<exec::stream_state>& origin, const char* op) {
   std::vector<const exec::mark*> needed;
   auto consider = [&](const exec::mark& m) {
-    if (!m.valid() || m.stream == origin || m.seq <= m.stream->completed) return;
+    if (!m.valid() || m.stream == origin || m.seq <= exec::completed_seq(*m.stream)) return;
     for (auto& n : needed) {
       if (n->stream == m.stream) {
         if (n->seq < m.seq) n = &m;
@@ -295,6 +296,7 @@ cudaGraph_t capture_graph(stream_set& set, detail::graph_body& body, void* const
     detail::record_event(events.back()->value(), origin->handle, op);
     for (std::size_t i = 1; i < set.size(); ++i)
       detail::stream_wait_event(set.state(i)->handle, events.front()->value(), op);
+    const detail::capture_flag capturing;  // no event queries inside the capture
     body.run(args);
   } catch (...) {
     thrown = std::current_exception();
@@ -464,9 +466,14 @@ void graph::launch_(stream_set& streams, const std::vector<detail::bound_volume>
     g.after = streams.events()->acquire();
     g.after_origin = origin;
   }
-  const exec::mark after{origin, origin->recorded + 1, g.after};
-  detail::record_event(g.after->value(), origin->handle, op);
-  ++origin->recorded;
+  exec::mark after;
+  {
+    // As record_mark: sequence numbers follow the order on the stream.
+    const std::lock_guard<std::mutex> lock(origin->mutex);
+    after = exec::mark{origin, origin->recorded + 1, g.after};
+    detail::record_event(g.after->value(), origin->handle, op);
+    __atomic_store_n(&origin->recorded, after.seq, __ATOMIC_RELEASE);
+  }
   for (std::size_t i = 1; i < streams.size(); ++i)
     detail::stream_wait_event(streams.state(i)->handle, g.after->value(), op);
   for (exec::slice_ledger* l : g.touched) l->set_all_written(after);

@@ -7,7 +7,21 @@
 
 #include <voxstream/core/stream.hpp>
 
-namespace vox::exec {
+#include "capture_flag.hpp"
+
+#if VOX_BACKEND_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace vox {
+namespace detail {
+bool& capturing_on_this_thread() noexcept {
+  thread_local bool capturing = false;
+  return capturing;
+}
+}  // namespace detail
+
+namespace exec {
 
 pooled_event::~pooled_event() { pool_->give_back(e_); }
 
@@ -26,7 +40,6 @@ std::shared_ptr<pooled_event> event_pool::acquire() {
   }
   if (e == native_event{}) {
     e = detail::create_event("event_pool");
-    std::lock_guard<std::mutex> lock(mutex_);
     ++created_;
   }
   return std::make_shared<pooled_event>(e, shared_from_this());
@@ -54,13 +67,38 @@ stream_state::stream_state(std::size_t index_in_set, std::shared_ptr<event_pool>
 stream_state::~stream_state() { detail::destroy_stream(handle); }
 
 mark record_mark(const std::shared_ptr<stream_state>& st, const char* op) {
+  // One record at a time per stream, so that sequence numbers follow the order on the stream.
+  std::lock_guard<std::mutex> lock(st->mutex);
   mark m{st, st->recorded + 1, st->pool->acquire()};
   detail::record_event(m.event->value(), st->handle, op);
-  ++st->recorded;
+  __atomic_store_n(&st->recorded, m.seq, __ATOMIC_RELEASE);
   return m;
 }
 
+void note_completed(stream_state& s, std::uint64_t seq) noexcept {
+  std::uint64_t cur = completed_seq(s);
+  while (cur < seq &&
+         !__atomic_compare_exchange_n(&s.completed, &cur, seq, true, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE)) {
+  }
+}
+
 namespace {
+
+// A reader from a stream whose set is gone, with its event complete: nothing can need it any
+// more (its stream gets no new work, and no later op has to wait for it). Cheap on the host
+// backend (events are always complete); one cudaEventQuery on CUDA, skipped during a capture.
+bool droppable_reader(const mark& m) noexcept {
+  if (!m.valid() || !m.stream->retired.load(std::memory_order_acquire)) return false;
+  if (m.seq <= completed_seq(*m.stream)) return true;
+#if VOX_BACKEND_CUDA
+  if (detail::capturing_on_this_thread()) return false;
+  // cudaErrorNotReady is not recorded as the last error; other errors keep the mark.
+  return cudaEventQuery(m.event->value()) == cudaSuccess;
+#else
+  return true;
+#endif
+}
 
 bool same_mark(const mark& a, const mark& b) noexcept {
   return a.stream == b.stream && a.seq == b.seq && a.event == b.event;
@@ -141,6 +179,11 @@ void slice_ledger::add_reader(std::size_t z0, std::size_t z1, const mark& m) {
   const std::size_t end = z1 < slices_ ? split_(z1) : runs_.size();
   for (std::size_t i = first; i < end; ++i) {
     auto& readers = runs_[i].entry.readers;
+    readers.erase(std::remove_if(readers.begin(), readers.end(),
+                                 [&](const mark& r) {
+                                   return r.stream != m.stream && droppable_reader(r);
+                                 }),
+                  readers.end());
     const auto it = std::find_if(readers.begin(), readers.end(),
                                  [&](const mark& r) { return r.stream == m.stream; });
     if (it == readers.end()) {
@@ -160,7 +203,7 @@ void slice_ledger::set_all_written(const mark& m) {
 std::vector<mark> slice_ledger::outstanding() const {
   std::vector<mark> out;
   auto consider = [&](const mark& m) {
-    if (!m.valid() || m.seq <= m.stream->completed) return;
+    if (!m.valid() || m.seq <= completed_seq(*m.stream)) return;
     auto it = std::find_if(out.begin(), out.end(),
                            [&](const mark& o) { return o.stream == m.stream; });
     if (it == out.end()) {
@@ -176,4 +219,11 @@ std::vector<mark> slice_ledger::outstanding() const {
   return out;
 }
 
-}  // namespace vox::exec
+std::size_t slice_ledger::marks() const noexcept {
+  std::size_t n = 0;
+  for (const auto& r : runs_) n += (r.entry.writer.valid() ? 1 : 0) + r.entry.readers.size();
+  return n;
+}
+
+}  // namespace exec
+}  // namespace vox

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -29,7 +30,9 @@ std::vector<slab> make_plan(std::size_t slices, std::size_t streams, slice_mappi
 }
 
 stream_set::stream_set(std::size_t n, stream_set_options opts)
-    : opts_(opts), pool_(std::make_shared<exec::event_pool>()) {
+    : opts_(opts),
+      pool_(std::make_shared<exec::event_pool>()),
+      mutex_(std::make_unique<std::recursive_mutex>()) {
   VOX_EXPECTS(n >= 1, "stream_set", "needs at least one stream, got 0");
   VOX_EXPECTS(opts.staging_bytes == 0 || opts.staging_bytes >= sizeof(double), "stream_set",
               "staging_bytes must be 0 or at least the size of one voxel (8 bytes)");
@@ -43,11 +46,46 @@ stream_set::stream_set(std::size_t n, stream_set_options opts)
     staging_ = std::make_unique<staging>(opts_.staging_buffers, opts_.staging_bytes);
 }
 
-stream_set::~stream_set() = default;
+stream_set::~stream_set() { retire_(); }
 stream_set::stream_set(stream_set&&) noexcept = default;
-stream_set& stream_set::operator=(stream_set&&) noexcept = default;
+stream_set& stream_set::operator=(stream_set&& o) noexcept {
+  if (this != &o) {
+    retire_();
+    opts_ = o.opts_;
+    device_ = o.device_;
+    pool_ = std::move(o.pool_);
+    streams_ = std::move(o.streams_);
+    o.streams_.clear();
+    staging_ = std::move(o.staging_);
+    mutex_ = std::move(o.mutex_);
+    waits_ = std::exchange(o.waits_, 0);
+    records_ = std::exchange(o.records_, 0);
+    log_ = std::move(o.log_);
+    o.log_.clear();
+  }
+  return *this;
+}
+
+void stream_set::retire_() noexcept {
+  // Ledgers may keep these streams' marks; once retired (and complete) they can be dropped.
+  for (auto& s : streams_) s->retired.store(true, std::memory_order_release);
+}
+
+void stream_set::expect_streams_(const char* op) const {
+  VOX_EXPECTS(!streams_.empty(), op,
+              "the stream_set was moved from (it has no streams); use the set it was moved to");
+}
+
+const std::shared_ptr<exec::stream_state>& stream_set::state(std::size_t i) const {
+  expect_streams_("stream_set::state");
+  VOX_EXPECTS(i < streams_.size(), "stream_set::state",
+              "index " + std::to_string(i) + " out of range for " +
+                  std::to_string(streams_.size()) + " streams");
+  return streams_[i];
+}
 
 stream_view stream_set::stream(std::size_t i) const {
+  expect_streams_("stream_set::stream");
   VOX_EXPECTS(i < streams_.size(), "stream_set::stream",
               "index " + std::to_string(i) + " out of range for " +
                   std::to_string(streams_.size()) + " streams");
@@ -55,16 +93,19 @@ stream_view stream_set::stream(std::size_t i) const {
 }
 
 std::vector<slab> stream_set::plan(std::size_t slices) const {
+  expect_streams_("stream_set::plan");
   return make_plan(slices, streams_.size(), opts_.mapping);
 }
 
 std::vector<slab> stream_set::plan(std::size_t slices, std::size_t min_depth) const {
+  expect_streams_("stream_set::plan");
   if (opts_.mapping == slice_mapping::round_robin || min_depth <= 1) return plan(slices);
   const std::size_t k = std::max<std::size_t>(1, slices / min_depth);
   return make_plan(slices, std::min(k, streams_.size()), opts_.mapping);
 }
 
 std::size_t stream_set::stream_for_slice(std::size_t z, std::size_t slices) const {
+  expect_streams_("stream_set::stream_for_slice");
   VOX_EXPECTS(z < slices, "stream_set::stream_for_slice",
               "slice " + std::to_string(z) + " out of range for " + std::to_string(slices));
   const std::size_t n = streams_.size();
@@ -76,10 +117,11 @@ std::size_t stream_set::stream_for_slice(std::size_t z, std::size_t slices) cons
 }
 
 void stream_set::synchronize() {
+  expect_streams_("stream_set::synchronize");
   for (auto& s : streams_) {
     const exec::mark m = exec::record_mark(s, "stream_set::synchronize");
     detail::event_synchronize(m.event->value(), "stream_set::synchronize");
-    s->completed = m.seq;
+    exec::note_completed(*s, m.seq);
   }
 }
 
@@ -90,6 +132,7 @@ void stream_set::reset_counters() noexcept {
 }
 
 stream_set::staging& stream_set::staging_buffers() {
+  expect_streams_("stream_set::staging_buffers");
   VOX_EXPECTS(staging_ != nullptr, "stream_set",
               "this set was made without staging buffers (staging_buffers or staging_bytes is 0)");
   return *staging_;
@@ -109,6 +152,30 @@ std::shared_ptr<const std::vector<op_observer*>> observers() {
   return observers_list;
 }
 
+// Locks a set of recursive mutexes in address order (duplicates once); unlocks on destruction.
+class op_locks {
+ public:
+  explicit op_locks(std::vector<std::recursive_mutex*> m) : m_(std::move(m)) {
+    std::sort(m_.begin(), m_.end(), std::less<>());
+    m_.erase(std::unique(m_.begin(), m_.end()), m_.end());
+    std::size_t i = 0;
+    try {
+      for (; i < m_.size(); ++i) m_[i]->lock();
+    } catch (...) {
+      while (i > 0) m_[--i]->unlock();
+      throw;
+    }
+  }
+  ~op_locks() {
+    for (auto it = m_.rbegin(); it != m_.rend(); ++it) (*it)->unlock();
+  }
+  op_locks(const op_locks&) = delete;
+  op_locks& operator=(const op_locks&) = delete;
+
+ private:
+  std::vector<std::recursive_mutex*> m_;
+};
+
 struct slice_range {
   std::size_t z0;
   std::size_t z1;
@@ -123,7 +190,7 @@ slice_range range_of(const access& a, const slab& w) {
 
 // Latest needed event per other stream.
 void consider(const mark& m, const stream_state* waiter, std::vector<const mark*>& needed) {
-  if (!m.valid() || m.stream.get() == waiter || m.seq <= m.stream->completed) return;
+  if (!m.valid() || m.stream.get() == waiter || m.seq <= completed_seq(*m.stream)) return;
   for (auto& n : needed) {
     if (n->stream == m.stream) {
       if (n->seq < m.seq) n = &m;
@@ -135,6 +202,8 @@ void consider(const mark& m, const stream_state* waiter, std::vector<const mark*
 
 void validate(const stream_set& set, const char* op, const std::vector<slab>& plan,
               const std::vector<access>& acc) {
+  VOX_EXPECTS(set.size() > 0, op,
+              "the stream_set was moved from (it has no streams); use the set it was moved to");
   VOX_EXPECTS(!plan.empty(), op, "nothing to do: the slab plan is empty");
   std::size_t nz = 0;
   for (const auto& w : plan) {
@@ -197,6 +266,13 @@ void remove_observer(op_observer* o) {
 void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
             const std::vector<access>& acc, const slab_fn& enqueue) {
   validate(set, op, plan, acc);
+
+  // The set's lock and every ledger's, in address order so that ops on overlapping volumes
+  // from several threads cannot deadlock. Held from the waits to the ledger updates: another
+  // op on these volumes sees either none or all of this one.
+  std::vector<std::recursive_mutex*> mutexes{set.mutex_.get()};
+  for (const auto& a : acc) mutexes.push_back(&a.ledger->mutex());
+  const op_locks locks(std::move(mutexes));
 
   // Streams used, in order of first appearance.
   std::vector<std::size_t> used;
@@ -279,6 +355,7 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
 }
 
 void join_all(const slice_ledger& ledger, const stream_state& s, const char* op) {
+  const std::lock_guard<std::recursive_mutex> lock(ledger.mutex());
   for (const mark& m : ledger.outstanding()) {
     if (m.stream.get() == &s) continue;
     detail::stream_wait_event(s.handle, m.event->value(), op);

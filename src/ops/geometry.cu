@@ -53,7 +53,8 @@ std::size_t downsampled(std::size_t n, std::size_t f, bool keep_partial, const c
   VOX_EXPECTS(f <= n, op,
               std::string("factor along ") + axis + " (" + std::to_string(f) +
                   ") is larger than the extent (" + std::to_string(n) + ")");
-  return keep_partial ? (n + f - 1) / f : n / f;
+  // n / f rounded up without n + f - 1, which wraps around for n near SIZE_MAX.
+  return n / f + (keep_partial && n % f != 0 ? 1 : 0);
 }
 
 std::size_t checked_add(std::size_t a, std::size_t b, const char* op) {

@@ -30,15 +30,17 @@ inline constexpr std::size_t hist_max_bins = std::size_t{1} << 28;
 /// (many bins over many slabs) the global path is used.
 inline constexpr std::size_t hist_max_partials = std::size_t{1} << 24;
 
-/// The bin of value d, or `bins` when d is outside [lo, hi) or NaN.
+/// The bin of value d, or `bins` when d is outside [lo, hi) or NaN. `pre` is 1, or 0.5 where
+/// hi - lo overflows: then d - lo is computed as d/2 - lo/2, which cannot overflow.
 struct bin_rule {
   double lo;
   double hi;
-  double scale;  // bins / (hi - lo)
+  double scale;  // bins / (hi * pre - lo * pre)
   unsigned bins;
+  double pre;
   VOX_HD unsigned operator()(double d) const {
     if (!(d >= lo && d < hi)) return bins;
-    const auto b = static_cast<unsigned>((d - lo) * scale);
+    const auto b = static_cast<unsigned>((d * pre - lo * pre) * scale);
     return b < bins ? b : bins - 1;
   }
 };
@@ -206,10 +208,12 @@ histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t
       "at most " + std::to_string(iops::hist_max_bins) + " bins, got " + std::to_string(bins));
   VOX_EXPECTS(std::isfinite(lo) && std::isfinite(hi), op, "the range must be finite");
   VOX_EXPECTS(lo < hi, op, "the range [lo, hi) is empty: lo >= hi");
-  const double scale = static_cast<double>(bins) / (hi - lo);
+  // hi - lo overflows for ranges wider than the largest double: halve both ends then.
+  const double pre = std::isfinite(hi - lo) ? 1.0 : 0.5;
+  const double scale = static_cast<double>(bins) / (hi * pre - lo * pre);
   VOX_EXPECTS(std::isfinite(scale), op,
               "the range is too narrow for " + std::to_string(bins) + " bins");
-  const iops::bin_rule rule{lo, hi, scale, static_cast<unsigned>(bins)};
+  const iops::bin_rule rule{lo, hi, scale, static_cast<unsigned>(bins), pre};
 
   const extent3 e = in.extent();
   const std::size_t slice = e.slice_voxels();

@@ -555,10 +555,16 @@ TEST(GeometryHelpers, Extents) {
   EXPECT_EQ(vox::padded_extent({3, 4, 5}, {{1, 2, 3}, {4, 5, 6}}), (extent3{8, 11, 14}));
   EXPECT_THROW((void)vox::downsampled_extent({4, 4, 4}, {0, 1, 1}), vox::invalid_argument);
   EXPECT_THROW((void)vox::downsampled_extent({4, 4, 4}, {1, 5, 1}), vox::invalid_argument);
+  // Issue 18: n + f - 1 wrapped around for huge extents, and keep_partial returned 0.
+  const std::size_t big = std::numeric_limits<std::size_t>::max();
+  EXPECT_EQ(vox::downsampled_extent({big, big - 1, 7}, {2, 4, 7}, true),
+            (extent3{big / 2 + 1, big / 4 + 1, 1}));
+  EXPECT_EQ(vox::downsampled_extent({big, big - 1, 7}, {2, 4, 7}), (extent3{big / 2, big / 4, 1}));
+  EXPECT_EQ(vox::downsampled_extent({big, 5, 1}, {big, 3, 1}, true), (extent3{1, 2, 1}));
+  EXPECT_EQ(vox::downsampled_extent({big - 3, 5, 1}, {big - 4, 5, 1}, true), (extent3{2, 1, 1}));
   EXPECT_THROW((void)vox::permuted_extent({3, 4, 5}, {0, 0, 1}), vox::invalid_argument);
   EXPECT_THROW((void)vox::permuted_extent({3, 4, 5}, {0, 1, 3}), vox::invalid_argument);
   EXPECT_THROW((void)vox::permuted_extent({3, 4, 5}, {-1, 1, 2}), vox::invalid_argument);
-  const std::size_t big = std::numeric_limits<std::size_t>::max();
   EXPECT_THROW((void)vox::padded_extent({3, 4, 5}, {{big, 0, 0}, {0, 0, 0}}),
                vox::invalid_argument);
 }

@@ -284,3 +284,53 @@ TEST(HistogramBadInput, RejectedBeforeAnythingIsEnqueued) {
   EXPECT_THROW((void)vox::percentile(none, 50), vox::invalid_argument);
   EXPECT_THROW((void)vox::percentile(vox::histogram_counts{}, 50), vox::invalid_argument);
 }
+
+// Issue 18: a range wider than the largest double (hi - lo overflows) used to give an infinite
+// bin width and put every voxel in bin 0. Reference in long double (x86: 64-bit mantissa, no
+// overflow), skipping voxels within 1e-9 of a bin edge, where double rounding may differ.
+TEST(HistogramRange, WholeDoubleRangeDoesNotOverflow) {
+  vox::stream_set s(3);
+  const double lo = -1.7e308, hi = 1.7e308;
+  const std::size_t bins = 10;
+  std::mt19937_64 rng(1818);
+  std::uniform_real_distribution<double> mag(-1.0, 1.0);
+  const long double wl = (static_cast<long double>(hi) - lo) / bins;
+  const auto pos = [&](double v) { return (static_cast<long double>(v) - lo) / wl; };
+  std::vector<double> h(odd.voxels());
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    // Spread over the whole range (small ones too), off the bin edges; some out of range.
+    do {
+      h[i] = i % 7 == 0 ? mag(rng) * 1e307 : mag(rng) * 1.69e308;
+    } while (std::fabs(static_cast<double>(pos(h[i]) - std::round(pos(h[i])))) < 1e-9);
+    if (i % 101 == 0) h[i] = i % 2 ? std::numeric_limits<double>::max() : -1.7976e308;
+  }
+  vox::volume<double> in = make_volume(s, odd, h);
+  const auto hist = vox::histogram(s, in, bins, lo, hi);
+  const auto& got = hist.counts();
+  std::vector<std::uint64_t> want(bins, 0);
+  std::uint64_t inside = 0;
+  for (double v : h) {
+    if (!(v >= lo && v < hi)) continue;
+    ++inside;
+    ++want[std::min<std::size_t>(static_cast<std::size_t>(pos(v)), bins - 1)];
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(hist.total(), inside);
+  EXPECT_GT(inside, h.size() / 2);
+  EXPECT_LT(got[0], inside / 5);  // not all in bin 0
+  // The bin width is finite and right; percentiles are finite and inside the range.
+  EXPECT_DOUBLE_EQ(hist.bin_width(), 3.4e307);
+  const double median = vox::percentile(hist, 50);
+  EXPECT_TRUE(std::isfinite(median));
+  EXPECT_GT(median, lo);
+  EXPECT_LT(median, hi);
+}
+
+// The overflow-free rule gives the same bins as the plain one wherever hi - lo is finite.
+TEST(HistogramRange, WideFiniteRangeMatchesThePlainRule) {
+  vox::stream_set s(2);
+  const double lo = -8e307, hi = 8e307;  // hi - lo = 1.6e308: finite
+  const auto h = random_values<double>(odd.voxels(), 1819, -9e307, 9e307);
+  vox::volume<double> in = make_volume(s, odd, h);
+  EXPECT_EQ(vox::histogram(s, in, 7, lo, hi).counts(), reference(h, 7, lo, hi));
+}

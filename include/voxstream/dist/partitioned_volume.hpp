@@ -121,8 +121,9 @@ class device_scope {
   device_scope& operator=(const device_scope&) = delete;
 
  private:
-  int previous_{0};
-  bool changed_{false};
+  // Used only on the CUDA backend (the host backend has one device, nothing to switch).
+  [[maybe_unused]] int previous_{0};
+  [[maybe_unused]] bool changed_{false};
 };
 
 /// @brief Where one side of a transfer runs: partition, device, and the stream that side uses.

@@ -6,8 +6,12 @@
 /// writer of each slice it reads (halo included) and, for a write, also of every reader since.
 /// Events recorded on s itself, and events known to be complete, are skipped. Of several
 /// needed events on one other stream only the latest is waited on: stream order covers the rest.
+///
+/// Thread safety: run_op, join_all and record_mark take the locks they need (ledger, set and
+/// stream mutexes), so ops may run on the same volumes and sets from several host threads.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,17 +50,19 @@ class event_pool : public std::enable_shared_from_this<event_pool> {
   /// @brief An event from the pool, or a new one if the pool is empty.
   std::shared_ptr<pooled_event> acquire();
   /// @brief Events created so far (pool misses); for tests of reuse.
-  [[nodiscard]] std::size_t created() const noexcept { return created_; }
+  [[nodiscard]] std::size_t created() const noexcept { return created_.load(); }
   void give_back(native_event e) noexcept;
 
  private:
   std::mutex mutex_;
   std::vector<native_event> free_;
-  std::size_t created_{0};
+  std::atomic<std::size_t> created_{0};
 };
 
 /// @brief State shared by a stream and every ledger entry that refers to it. Owns the native
 ///        stream, which therefore lives until the last volume that refers to it is gone.
+///        Thread-safe through record_mark, completed_seq and note_completed; the fields are
+///        plain so that single-threaded tests can read them.
 struct stream_state {
   stream_state(std::size_t index_in_set, std::shared_ptr<event_pool> pool);
   ~stream_state();
@@ -69,7 +75,20 @@ struct stream_state {
   std::uint64_t recorded{0};       ///< sequence number of the last event recorded here
   std::uint64_t completed{0};      ///< every event with seq <= this is known complete
   std::shared_ptr<event_pool> pool;
+  std::mutex mutex;                ///< serialises record_mark (sequence numbers in stream order)
+  std::atomic<bool> retired{false};  ///< its stream_set is gone: no new work will come
 };
+
+/// @brief s.completed, read atomically (another thread may raise it). Thread-safe.
+inline std::uint64_t completed_seq(const stream_state& s) noexcept {
+  return __atomic_load_n(&s.completed, __ATOMIC_ACQUIRE);  // C++17 has no std::atomic_ref
+}
+/// @brief s.recorded, read atomically (another thread may record on s). Thread-safe.
+inline std::uint64_t recorded_seq(const stream_state& s) noexcept {
+  return __atomic_load_n(&s.recorded, __ATOMIC_ACQUIRE);
+}
+/// @brief Raises s.completed to `seq` unless it is already at least that. Thread-safe.
+void note_completed(stream_state& s, std::uint64_t seq) noexcept;
 
 /// @brief An event recorded on a stream after some work, with its per-stream sequence number.
 struct mark {
@@ -80,7 +99,8 @@ struct mark {
 };
 
 /// @brief Records a new event on `st` now (from its pool) and returns it as the stream's next
-///        mark. The sequence number advances only once the record succeeded. Asynchronous.
+///        mark. The sequence number advances only once the record succeeded. Asynchronous;
+///        thread-safe (serialised per stream).
 mark record_mark(const std::shared_ptr<stream_state>& st, const char* op);
 
 /// @brief Ledger state of a slice (or of a run of slices that share it).
@@ -92,7 +112,8 @@ struct slice_entry {
 /// @brief The per-slice ledger of one volume, stored as runs: maximal ranges of consecutive
 ///        slices with the same writer and readers. An op touches each run of its slabs once,
 ///        so its cost grows with the number of slabs, not of slices (a 4096-slice volume
-///        written by 32 slabs is 32 runs). Not thread-safe (like the volume that owns it).
+///        written by 32 slabs is 32 runs). Thread-safe only under mutex(), which run_op and
+///        join_all take; the members themselves do not lock.
 class slice_ledger {
  public:
   /// @brief Slices [z0, z1) share `entry`.
@@ -116,12 +137,18 @@ class slice_ledger {
   }
   /// @brief Slices [z0, z1) were written after `m`: it becomes their writer, readers forgotten.
   void set_written(std::size_t z0, std::size_t z1, const mark& m);
-  /// @brief Slices [z0, z1) were read before `m`: it replaces their reader on m's stream.
+  /// @brief Slices [z0, z1) were read before `m`: it replaces their reader on m's stream. Readers
+  ///        there from streams whose set is gone are dropped once their event is complete
+  ///        (always on the host backend), so a volume read by many short-lived sets keeps few.
   void add_reader(std::size_t z0, std::size_t z1, const mark& m);
   /// @brief Makes every slice's last writer `m` and forgets readers (e.g. after allocation).
   void set_all_written(const mark& m);
   /// @brief Every distinct event the ledger still refers to, latest per stream.
   [[nodiscard]] std::vector<mark> outstanding() const;
+  /// @brief Marks held over all runs, writers and readers (for tests of their bound).
+  [[nodiscard]] std::size_t marks() const noexcept;
+  /// @brief The lock that serialises this ledger's users (recursive: an op may nest another).
+  [[nodiscard]] std::recursive_mutex& mutex() const noexcept { return mutex_; }
 
  private:
   [[nodiscard]] std::size_t find_(std::size_t z) const noexcept;  ///< index of the run holding z
@@ -130,6 +157,7 @@ class slice_ledger {
 
   std::size_t slices_{0};
   std::vector<run> runs_;
+  mutable std::recursive_mutex mutex_;
 };
 
 /// @brief Kind of a declared access.

@@ -8,6 +8,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,9 @@ using slab_fn = std::function<void(stream_view s, const slab& work)>;
 /// @brief Runs an op under the ledger: validates `accesses` against `plan`, makes each stream
 ///        wait on exactly the events it needs, calls `enqueue` for every slab, records one
 ///        event per stream used, and updates every ledger. Asynchronous; throws
-///        vox::invalid_argument before enqueuing anything if the accesses are inconsistent.
+///        vox::invalid_argument before enqueuing anything if the accesses are inconsistent or
+///        the set was moved from. Thread-safe: holds the set's and every ledger's lock, taken
+///        in address order, from the waits to the ledger updates (enqueue runs under them).
 void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
             const std::vector<access>& accesses, const slab_fn& enqueue);
 
@@ -94,11 +97,14 @@ void add_observer(op_observer* o);
 void remove_observer(op_observer* o);
 
 /// @brief Makes `s` wait on every event the ledger refers to (before freeing or reusing the
-///        storage on `s`). Asynchronous.
+///        storage on `s`). Asynchronous; thread-safe (holds the ledger's lock).
 void join_all(const slice_ledger& ledger, const stream_state& s, const char* op);
 }  // namespace exec
 
 /// @brief A set of N non-blocking streams ordered only by recorded events. Move-only.
+///        Thread-safe: ops may use one set from several host threads (run_op serialises them);
+///        moving, destroying and reading the counters or wait_log() need exclusive use. A
+///        moved-from set has no streams: every use throws vox::invalid_argument.
 class stream_set {
  public:
   /// @brief Creates `n` non-blocking streams on the current device (n >= 1).
@@ -130,6 +136,7 @@ class stream_set {
   /// @brief Blocks the host until all work enqueued so far on every stream has completed. It
   ///        records one event per stream and waits on those events only (no device-wide sync).
   ///        Afterwards the ledger knows that every earlier event is complete: no more waits on them.
+  ///        Thread-safe; does not hold the set's lock while it waits.
   void synchronize();
 
   /// @brief Waits inserted by the ledger since construction or reset_counters().
@@ -140,10 +147,9 @@ class stream_set {
   [[nodiscard]] const std::vector<wait_record>& wait_log() const noexcept { return log_; }
   void reset_counters() noexcept;
 
-  /// @brief Ledger state of stream i (for the exec layer and its tests).
-  [[nodiscard]] const std::shared_ptr<exec::stream_state>& state(std::size_t i) const {
-    return streams_.at(i);
-  }
+  /// @brief Ledger state of stream i (for the exec layer and its tests). Throws
+  ///        vox::invalid_argument for a moved-from set or i >= size().
+  [[nodiscard]] const std::shared_ptr<exec::stream_state>& state(std::size_t i) const;
   [[nodiscard]] const std::shared_ptr<exec::event_pool>& events() const noexcept { return pool_; }
 
   /// @brief Pinned staging buffers (allocated at construction) for pageable transfers.
@@ -153,11 +159,16 @@ class stream_set {
  private:
   friend void exec::run_op(stream_set&, const char*, const std::vector<slab>&,
                            const std::vector<exec::access>&, const exec::slab_fn&);
+  /// Throws vox::invalid_argument naming `op` if the set was moved from (it has no streams).
+  void expect_streams_(const char* op) const;
+  void retire_() noexcept;  ///< marks the streams retired (the set lets go of them)
+
   stream_set_options opts_;
   int device_{0};
   std::shared_ptr<exec::event_pool> pool_;
   std::vector<std::shared_ptr<exec::stream_state>> streams_;
   std::unique_ptr<staging> staging_;
+  std::unique_ptr<std::recursive_mutex> mutex_;  ///< serialises run_op on this set
   std::size_t waits_{0};
   std::size_t records_{0};
   std::vector<wait_record> log_;

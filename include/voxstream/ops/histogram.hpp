@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -62,9 +63,13 @@ class histogram_counts {
   [[nodiscard]] std::size_t bins() const noexcept { return counts_ ? counts_->size() : 0; }
   [[nodiscard]] double lo() const noexcept { return lo_; }
   [[nodiscard]] double hi() const noexcept { return hi_; }
-  /// @brief Width of one bin, (hi - lo) / bins.
+  /// @brief Width of one bin, (hi - lo) / bins (as hi / bins - lo / bins where hi - lo
+  ///        overflows, e.g. over [-1.7e308, 1.7e308)).
   [[nodiscard]] double bin_width() const noexcept {
-    return bins() == 0 ? 0.0 : (hi_ - lo_) / static_cast<double>(bins());
+    if (bins() == 0) return 0.0;
+    const auto n = static_cast<double>(bins());
+    const double w = (hi_ - lo_) / n;
+    return w <= std::numeric_limits<double>::max() ? w : hi_ / n - lo_ / n;
   }
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(done_); }
 
@@ -116,7 +121,8 @@ class histogram_counts {
 
 /// @brief Counts the voxels of `in` in `bins` equal bins over [lo, hi). A voxel v with
 ///        lo <= v < hi goes to bin min(bins - 1, floor((v - lo) * s)), s = bins / (hi - lo),
-///        all in double; voxels outside the range and NaN are not counted (CUB HistogramEven's
+///        all in double (where hi - lo overflows, e.g. over the whole double range, as
+///        floor((v/2 - lo/2) * s'), s' = bins / (hi/2 - lo/2), so nothing overflows); voxels outside the range and NaN are not counted (CUB HistogramEven's
 ///        half-open bins; numpy.histogram instead closes the last bin at hi). Asynchronous (see the file
 ///        comment). Throws vox::invalid_argument, with nothing enqueued, for an empty volume,
 ///        zero bins, or a range that is empty (lo >= hi) or not finite.
