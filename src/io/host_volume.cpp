@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <exception>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include <voxstream/core/error.hpp>
 #include <voxstream/core/stream.hpp>
@@ -44,10 +46,16 @@ host_volume<T>& host_volume<T>::operator=(host_volume&& o) noexcept {
 template <class T>
 void host_volume<T>::synchronize() const {
   if (!ledger_) return;
-  for (const exec::mark& m : ledger_->outstanding()) {
+  std::vector<exec::mark> marks;
+  {
+    // Another thread's op may be updating the ledger: read it under its lock, wait outside it.
+    const std::lock_guard<std::recursive_mutex> lock(ledger_->mutex());
+    marks = ledger_->outstanding();
+  }
+  for (const exec::mark& m : marks) {
     // VOX_ALLOW_SYNC: the documented host wait a caller asks for.
     detail::event_synchronize(m.event->value(), "host_volume::synchronize");
-    m.stream->completed = std::max(m.stream->completed, m.seq);
+    exec::note_completed(*m.stream, m.seq);
   }
 }
 

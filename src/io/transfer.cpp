@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <voxstream/core/error.hpp>
 #include <voxstream/exec/access.hpp>
@@ -163,7 +164,8 @@ void download(stream_set& streams, const volume<T>& src, T* dst, std::size_t cou
   auto& stage = streams.staging_buffers();
   const std::size_t chunk = std::max<std::size_t>(stage.bytes / sizeof(T), 1) * sizeof(T);
 #endif
-  exec::run_op(streams, "download", streams.plan(src.extent().z), {read(src)},
+  const std::vector<slab> plan = streams.plan(src.extent().z);
+  exec::run_op(streams, "download", plan, {read(src)},
                [&](stream_view s, const slab& w) {
                  const auto* from = reinterpret_cast<const unsigned char*>(d + w.z0 * slice);
                  auto* to = reinterpret_cast<unsigned char*>(dst + w.z0 * slice);
@@ -178,13 +180,14 @@ void download(stream_set& streams, const volume<T>& src, T* dst, std::size_t cou
                    b.pending_dst = to + off;
                    b.pending_bytes = n;
                  }
+                 // The drain (the wait that copies the staged voxels out) runs inside the op,
+                 // after the last slab's copies: under the set's lock, so that another thread's
+                 // op cannot take a staging buffer between the copies and the drain.
+                 if (w == plan.back()) stage.drain("download");
 #else
                  copy_async(to, from, bytes, direction::to_host, s, "download");
 #endif
                });
-#if VOX_BACKEND_CUDA
-  stage.drain("download");
-#endif
 }
 
 #define VOX_INSTANTIATE(T)                                                              \
