@@ -2,7 +2,8 @@
 # voxstream GPU check: run from anywhere in the repository on a machine with an NVIDIA GPU.
 #
 #   scripts/gpu_check.sh              build the cuda preset, run ctest, the samples, every
-#                                     benchmark (bench_core, bench_ops side by side with CuPy,
+#                                     benchmark (bench_core, bench_ops and its filter sweep
+#                                     side by side with CuPy,
 #                                     bench_small_slices, bench_stream), the CLI demo, and
 #                                     compute-sanitizer memcheck + synccheck over the unit tests
 #   scripts/gpu_check.sh --quick      the same without the sanitizers
@@ -225,6 +226,11 @@ if ((BENCH)); then
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
     step bench_ops+cupy "$LOG_BENCH" 300 python3 "$ROOT/bench/cupy_compare.py" \
       "$BUILD/bench/ops/bench_ops"
+  # The filter sweep of every size, sigma and type (issue 16), side by side with cupyx and cuCIM
+  # where installed, on an 8-stream set; its per-family worst ratios are in the summary.
+  need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
+    step bench_sweep+cupy "$LOG_BENCH" 300 python3 "$ROOT/bench/cupy_compare.py" \
+      "$BUILD/bench/ops/bench_ops" --sweep --streams 8
   # The same ops on a one-stream set (the table above is on 32 streams): RESULT lines say which.
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
     step bench_ops_1_stream "$LOG_BENCH" 120 "$BUILD/bench/ops/bench_ops" --streams 1
@@ -283,7 +289,7 @@ fi
   echo "==================== gpu_check summary ($((SECONDS - START))s) ===================="
   printf '%s\n' "${STEPS[@]}"
   echo "---- results"
-  grep -h '^RESULT ' "$LOG_SAMPLES" "$LOG_BENCH" 2>/dev/null | grep -v '^RESULT ops ' ||
+  grep -h '^RESULT ' "$LOG_SAMPLES" "$LOG_BENCH" 2>/dev/null | grep -vE '^RESULT (ops|sweep) ' ||
     echo "(no RESULT lines)"
   echo "(bench_ops: $(grep -c '^RESULT ops ' "$LOG_BENCH" 2>/dev/null) RESULT ops lines in" \
     "$(basename "$LOG_BENCH"))"
