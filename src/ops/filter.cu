@@ -5,6 +5,14 @@
 #include "filter_box.cuh"
 #include "filter_detail.cuh"
 
+#if VOX_BACKEND_CUDA
+namespace vox::detail::filt {
+VOX_BOX_FUSED(extern template, pass_op::mean)
+VOX_BOX_FUSED(extern template, pass_op::min)
+VOX_BOX_FUSED(extern template, pass_op::max)
+}  // namespace vox::detail::filt
+#endif
+
 namespace vox {
 namespace {
 using namespace detail::filt;

@@ -1,4 +1,4 @@
-// Internal to src/ops/filter.cu (CUDA only): the fused box family (mean, min, max) of any window
+// Internal to src/ops/filter*.cu (CUDA only): the fused box family (mean, min, max) of any window
 // up to 33 x 33 in x and y and any depth in z, 2D and 3D, every voxel type and border.
 // One launch reads each voxel from DRAM about once, where the 1D passes read and wrote the
 // volume once per axis and their taps cost O(radius) loads per voxel each.
@@ -413,6 +413,24 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
       });
   return true;
 }
+
+/// The explicit instantiations of run_box_fused for op P (`template` or `extern template`): the
+/// kernels of each op compile in a translation unit of their own (filter_box_mean.cu,
+/// filter_box_min.cu, filter_box_max.cu), in parallel, and filter.cu only calls them.
+#define VOX_BOX_FUSED(KW, P)                                                                     \
+  KW bool run_box_fused<std::uint8_t, P>(stream_set&, const char*, const volume<std::uint8_t>&,   \
+                                         volume<std::uint8_t>&, radii, const filter_options&);   \
+  KW bool run_box_fused<std::uint16_t, P>(stream_set&, const char*,                               \
+                                          const volume<std::uint16_t>&, volume<std::uint16_t>&,   \
+                                          radii, const filter_options&);                          \
+  KW bool run_box_fused<std::int16_t, P>(stream_set&, const char*, const volume<std::int16_t>&,   \
+                                         volume<std::int16_t>&, radii, const filter_options&);   \
+  KW bool run_box_fused<std::int32_t, P>(stream_set&, const char*, const volume<std::int32_t>&,   \
+                                         volume<std::int32_t>&, radii, const filter_options&);   \
+  KW bool run_box_fused<float, P>(stream_set&, const char*, const volume<float>&, volume<float>&, \
+                                  radii, const filter_options&);                                 \
+  KW bool run_box_fused<double, P>(stream_set&, const char*, const volume<double>&,              \
+                                   volume<double>&, radii, const filter_options&);
 
 }  // namespace vox::detail::filt
 
