@@ -31,6 +31,7 @@ TEST(OpList, EveryOpParses) {
   EXPECT_EQ(parse_op("uniform", "5").size, (extent3{5, 5, 5}));
   EXPECT_EQ(parse_op("uniform", "3,5,1").size, (extent3{3, 5, 1}));
   EXPECT_EQ(parse_op("median", "5").size.x, 5u);
+  EXPECT_EQ(parse_op("median", "7,5,3").size.z, 3u);  // any odd box up to 15 along each axis
   EXPECT_EQ(parse_op("erode", "3").kind, op_kind::erode);
   EXPECT_EQ(parse_op("dilate", "1,1,3").size, (extent3{1, 1, 3}));
   EXPECT_EQ(parse_op("sobel", "Y").axis, vox::filter_axis::y);
@@ -90,7 +91,7 @@ TEST(OpList, BadValuesNameTheOption) {
       {"gaussian", "0"},       {"gaussian", "-1"},    {"gaussian", "1,2"},
       {"gaussian", "abc"},     {"gaussian", "nan"},   {"gaussian", "inf"},
       {"gaussian", ""},        {"uniform", "4"},      {"uniform", "0"},
-      {"uniform", "3,3"},      {"median", "7"},       {"median", "3.5"},
+      {"uniform", "3,3"},      {"median", "17"},       {"median", "3.5"},
       {"sobel", "w"},          {"threshold", "1:0"},  {"threshold", "x"},
       {"clamp", "1"},          {"clamp", "2:1"},      {"normalize", "1:1"},
       {"rescale", "1:2:3"},    {"convert", "int8"},   {"downsample", "0"},

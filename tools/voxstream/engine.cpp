@@ -107,7 +107,7 @@ any_volume apply_op(stream_set& s, const op_spec& op, const volume<T>& in) {
     }
     case op_kind::median: {
       volume<T> out(s, e);
-      median(s, in, out, op.size.x);
+      median(s, in, out, window<T>(op));
       return done(std::move(out));
     }
     case op_kind::erode: {

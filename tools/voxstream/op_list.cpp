@@ -93,7 +93,7 @@ const op_entry kOps[] = {
     {"gaussian", op_kind::gaussian, "SIGMA",
      "Gaussian filter, sigma in voxels (one value or SX,SY,SZ); output float32"},
     {"uniform", op_kind::uniform, "SIZE", "box (mean) filter of odd SIZE (or SX,SY,SZ); same type"},
-    {"median", op_kind::median, "SIZE", "median filter over a 3^3 or 5^3 cube; same type"},
+    {"median", op_kind::median, "SIZE", "median filter over an odd box of up to 15 (or SX,SY,SZ); same type"},
     {"erode", op_kind::erode, "SIZE", "grey erosion (minimum) over an odd box; same type"},
     {"dilate", op_kind::dilate, "SIZE", "grey dilation (maximum) over an odd box; same type"},
     {"sobel", op_kind::sobel, "AXIS", "Sobel derivative along x, y or z; output float32"},
@@ -182,12 +182,12 @@ op_spec parse_op(std::string_view name, std::string_view value) {
       op.size = parse_triple(value, what);
       expect_odd_window(op.size, what, value);
       break;
-    case op_kind::median: {
-      const std::size_t s = parse_count(value, what);
-      if (s != 3 && s != 5) bad(what, value, "the median size must be 3 or 5");
-      op.size = {s, s, s};
+    case op_kind::median:
+      op.size = parse_triple(value, what);
+      expect_odd_window(op.size, what, value);
+      for (std::size_t v : {op.size.x, op.size.y, op.size.z})
+        if (v > 15) bad(what, value, "median windows are at most 15 voxels along each axis");
       break;
-    }
     case op_kind::sobel:
       op.axis = to_filter_axis(parse_axis(value, what));
       break;
