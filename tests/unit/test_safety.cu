@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,16 +23,14 @@
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
 
+#include "test_random.hpp"
+
 namespace safety_test {
 
 using vox::extent3;
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-20.0f, 90.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
+  return vox_test::random_floats(n, seed, -20.0f, 90.0f);
 }
 
 /// A set without pinned staging (cheap to make many): on the CUDA backend it cannot move voxels

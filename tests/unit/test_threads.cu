@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +18,8 @@
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
 
+#include "test_random.hpp"
+
 namespace threads_test {
 
 using vox::extent3;
@@ -28,11 +29,7 @@ constexpr std::size_t rounds = 12;
 const extent3 e{23, 17, 21};
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-50.0f, 80.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
+  return vox_test::random_floats(n, seed, -50.0f, 80.0f);
 }
 
 double host_sum(const std::vector<float>& v) {
