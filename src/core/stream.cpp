@@ -1,8 +1,12 @@
 #include <voxstream/core/stream.hpp>
 
+#include <cstddef>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "../detail/cuda_check.hpp"
+#include "../detail/device_info.hpp"
 
 namespace vox {
 
@@ -55,6 +59,23 @@ int current_device(const char* op) {
   VOX_CUDA_TRY(cudaGetDevice(&d), op);
   return d;
 }
+double memory_gbps(int device, const char* op) {
+  static std::mutex mutex;
+  static std::vector<double> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (device < 0) device = 0;
+  if (cache.size() <= static_cast<std::size_t>(device)) cache.resize(device + 1, 0.0);
+  double& g = cache[static_cast<std::size_t>(device)];
+  if (g == 0.0) {
+    int clock_khz = 0, bus_bits = 0;
+    VOX_CUDA_TRY(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device), op);
+    VOX_CUDA_TRY(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device), op);
+    // Double data rate: two transfers per clock.
+    const double peak = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+    g = peak > 0.0 ? 0.85 * peak : 1000.0;
+  }
+  return g;
+}
 #else
 native_stream create_stream(const char*) { return new host_stream{}; }
 void destroy_stream(native_stream s) noexcept { delete s; }
@@ -64,6 +85,7 @@ void record_event(native_event, native_stream, const char*) {}
 void stream_wait_event(native_stream, native_event, const char*) {}
 void event_synchronize(native_event, const char*) {}
 int current_device(const char*) { return 0; }
+double memory_gbps(int, const char*) { return 20.0; }
 #endif
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -11,6 +12,7 @@
 #include <voxstream/memory/stream_allocator.hpp>
 #include <voxstream/exec/launch.hpp>
 
+#include "../detail/device_info.hpp"
 #include "../detail/staging.hpp"
 
 namespace vox {
@@ -29,6 +31,51 @@ std::vector<slab> make_plan(std::size_t slices, std::size_t streams, slice_mappi
   return plan;
 }
 
+namespace exec {
+
+double work_us(const work& w, double gbps) noexcept {
+  if (!(gbps > 0.0)) return 0.0;
+  // bytes / (GB/s) = ns; / 1e3 = µs.
+  return static_cast<double>(w.slices) * w.bytes_per_slice * std::max(w.cost, 0.0) / gbps / 1e3;
+}
+
+std::size_t slab_limit(const work& w, const slab_policy& p, double device_gbps) {
+  if (w.slices == 0) return 0;
+  std::size_t k = w.slices;
+  if (w.min_depth > 1) k = std::min(k, std::max<std::size_t>(1, w.slices / w.min_depth));
+  if (w.halo > 0 && std::isfinite(p.max_halo_fraction)) {
+    // k slabs re-read 2 halo slices at each of their k - 1 inner boundaries.
+    const double extra = std::max(p.max_halo_fraction, 0.0) * static_cast<double>(w.slices);
+    const double bound = 1.0 + std::floor(extra / (2.0 * static_cast<double>(w.halo)));
+    if (bound < static_cast<double>(k)) k = static_cast<std::size_t>(bound);
+  }
+  if (p.min_slab_us > 0.0) {
+    const double gbps = w.kind == traffic::link ? p.link_gbps : device_gbps;
+    const double slabs = std::floor(work_us(w, gbps) / p.min_slab_us);
+    if (slabs < static_cast<double>(k)) k = static_cast<std::size_t>(std::max(slabs, 1.0));
+  }
+  return std::max<std::size_t>(k, 1);
+}
+
+}  // namespace exec
+
+std::vector<slab> make_plan(const exec::work& w, std::size_t streams, slice_mapping mapping,
+                            const slab_policy& policy, double device_gbps) {
+  if (w.slices == 0 || streams == 0) return {};
+  const std::size_t limit = exec::slab_limit(w, policy, device_gbps);
+  const std::size_t mapped = mapping == slice_mapping::round_robin ? w.slices
+                                                                   : std::min(streams, w.slices);
+  if (limit >= mapped) return make_plan(w.slices, streams, mapping);
+  // Fewer slabs than the mapping has: contiguous, spread over the set so that the plans of
+  // 1, 2, 4, ... slabs put each slab's first slice on the same stream.
+  const std::size_t k = std::min(limit, streams);
+  std::vector<slab> plan;
+  plan.reserve(k);
+  for (std::size_t i = 0; i < k; ++i)
+    plan.push_back({i * streams / k, i * w.slices / k, (i + 1) * w.slices / k});
+  return plan;
+}
+
 stream_set::stream_set(std::size_t n, stream_set_options opts)
     : opts_(opts),
       pool_(std::make_shared<exec::event_pool>()),
@@ -36,7 +83,14 @@ stream_set::stream_set(std::size_t n, stream_set_options opts)
   VOX_EXPECTS(n >= 1, "stream_set", "needs at least one stream, got 0");
   VOX_EXPECTS(opts.staging_bytes == 0 || opts.staging_bytes >= sizeof(double), "stream_set",
               "staging_bytes must be 0 or at least the size of one voxel (8 bytes)");
+  VOX_EXPECTS(opts.policy.min_slab_us >= 0.0 && opts.policy.max_halo_fraction >= 0.0 &&
+                  opts.policy.device_gbps >= 0.0 && opts.policy.link_gbps > 0.0,
+              "stream_set",
+              "slab policy: min_slab_us, max_halo_fraction and device_gbps must be >= 0, "
+              "link_gbps > 0");
   device_ = detail::current_device("stream_set");
+  device_gbps_ = opts_.policy.device_gbps > 0.0 ? opts_.policy.device_gbps
+                                               : detail::memory_gbps(device_, "stream_set");
   // The pool must exist before any capture: the first allocation may happen inside one.
   detail::init_device_pool("stream_set");
   streams_.reserve(n);
@@ -53,11 +107,13 @@ stream_set& stream_set::operator=(stream_set&& o) noexcept {
     retire_();
     opts_ = o.opts_;
     device_ = o.device_;
+    device_gbps_ = o.device_gbps_;
     pool_ = std::move(o.pool_);
     streams_ = std::move(o.streams_);
     o.streams_.clear();
     staging_ = std::move(o.staging_);
     mutex_ = std::move(o.mutex_);
+    slice_graphs_ = std::move(o.slice_graphs_);
     waits_ = std::exchange(o.waits_, 0);
     records_ = std::exchange(o.records_, 0);
     log_ = std::move(o.log_);
@@ -97,11 +153,35 @@ std::vector<slab> stream_set::plan(std::size_t slices) const {
   return make_plan(slices, streams_.size(), opts_.mapping);
 }
 
-std::vector<slab> stream_set::plan(std::size_t slices, std::size_t min_depth) const {
+std::vector<slab> stream_set::plan(const exec::work& w) const {
   expect_streams_("stream_set::plan");
-  if (opts_.mapping == slice_mapping::round_robin || min_depth <= 1) return plan(slices);
-  const std::size_t k = std::max<std::size_t>(1, slices / min_depth);
-  return make_plan(slices, std::min(k, streams_.size()), opts_.mapping);
+  slab_policy p;
+  double gbps = 0.0;
+  {
+    const std::lock_guard<std::recursive_mutex> lock(*mutex_);
+    p = opts_.policy;
+    gbps = device_gbps_;
+  }
+  return make_plan(w, streams_.size(), opts_.mapping, p, gbps);
+}
+
+slab_policy stream_set::policy() const {
+  expect_streams_("stream_set::policy");
+  const std::lock_guard<std::recursive_mutex> lock(*mutex_);
+  return opts_.policy;
+}
+
+void stream_set::set_policy(const slab_policy& p) {
+  expect_streams_("stream_set::set_policy");
+  VOX_EXPECTS(p.min_slab_us >= 0.0 && p.max_halo_fraction >= 0.0 && p.device_gbps >= 0.0 &&
+                  p.link_gbps > 0.0,
+              "stream_set::set_policy",
+              "min_slab_us, max_halo_fraction and device_gbps must be >= 0, link_gbps > 0");
+  const double gbps =
+      p.device_gbps > 0.0 ? p.device_gbps : detail::memory_gbps(device_, "stream_set::set_policy");
+  const std::lock_guard<std::recursive_mutex> lock(*mutex_);
+  opts_.policy = p;
+  device_gbps_ = gbps;
 }
 
 std::size_t stream_set::stream_for_slice(std::size_t z, std::size_t slices) const {
@@ -352,6 +432,36 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
   if (obs)
     for (const auto& a : acc)
       for (op_observer* o : *obs) o->ledger_updated(*a.ledger);
+}
+
+work work_of(const std::vector<access>& acc, const char* op, double cost,
+             std::size_t min_depth) {
+  const access* first = nullptr;
+  for (const auto& a : acc)
+    if (!a.whole) {
+      first = &a;
+      break;
+    }
+  VOX_EXPECTS(first != nullptr, op, "declares no per-slab access (vox::read or vox::write)");
+  work w;
+  w.slices = first->ext.z;
+  w.cost = cost;
+  w.min_depth = min_depth;
+  for (const auto& a : acc) {
+    VOX_EXPECTS(a.ledger != nullptr, op, "a volume argument is empty (no storage)");
+    const double bytes = static_cast<double>(a.ext.voxels()) * static_cast<double>(a.elem_bytes);
+    w.bytes_per_slice += w.slices > 0 ? bytes / static_cast<double>(w.slices) : 0.0;
+    if (a.mode == access_mode::read && !a.whole) w.halo = std::max(w.halo, a.halo);
+    if (a.host) w.kind = traffic::link;
+  }
+  return w;
+}
+
+void run_op(stream_set& set, const char* op, const std::vector<access>& acc,
+            const slab_fn& enqueue) {
+  VOX_EXPECTS(set.size() > 0, op,
+              "the stream_set was moved from (it has no streams); use the set it was moved to");
+  run_op(set, op, set.plan(work_of(acc, op)), acc, enqueue);
 }
 
 void join_all(const slice_ledger& ledger, const stream_state& s, const char* op) {

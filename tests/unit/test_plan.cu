@@ -135,26 +135,167 @@ TEST(Plan, SlabDepthAndEquality) {
   EXPECT_FALSE(a == (vox::slab{2, 5, 8}));
 }
 
-TEST(Plan, MinimumDepthGivesFewerDeeperSlabs) {
-  const vox::stream_set set = make_set(32, vox::slice_mapping::contiguous);
-  // 512 slices, slabs of at least 64: 8 slabs of 64 on streams 0..7.
-  const std::vector<vox::slab> p = set.plan(512, 64);
-  ASSERT_EQ(p.size(), 8u) << show(p);
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    EXPECT_EQ(p[i], (vox::slab{i, 64 * i, 64 * (i + 1)})) << show(p);
+// --- the slab policy --------------------------------------------------------------------------
+
+namespace {
+
+vox::exec::work device_work(std::size_t slices, double bytes_per_slice, std::size_t halo = 0,
+                            std::size_t min_depth = 1, double cost = 1.0) {
+  vox::exec::work w;
+  w.slices = slices;
+  w.bytes_per_slice = bytes_per_slice;
+  w.halo = halo;
+  w.min_depth = min_depth;
+  w.cost = cost;
+  return w;
+}
+
+/// Every slice once, in order, slabs non-empty and on valid streams.
+void expect_covers(const std::vector<vox::slab>& plan, std::size_t nz, std::size_t n) {
+  std::size_t next = 0;
+  for (const auto& w : plan) {
+    ASSERT_LT(w.stream, n) << show(plan);
+    ASSERT_EQ(w.z0, next) << show(plan);
+    ASSERT_LT(w.z0, w.z1) << show(plan);
+    next = w.z1;
   }
-  // Depth 1 or less: the ordinary plan; fewer slices than min_depth: one slab.
-  EXPECT_EQ(set.plan(512, 1), set.plan(512));
-  EXPECT_EQ(set.plan(512, 0), set.plan(512));
-  EXPECT_EQ(set.plan(37, 64), (std::vector<vox::slab>{{0, 0, 37}}));
-  // Never more slabs than streams: 512 slices of at least 4 on 32 streams stay 32 slabs of 16.
-  EXPECT_EQ(set.plan(512, 4), set.plan(512));
-  // 100 slices of at least 30: 3 slabs whose depths differ by at most one, none under 30.
-  const std::vector<vox::slab> q = set.plan(100, 30);
-  ASSERT_EQ(q.size(), 3u) << show(q);
-  for (const auto& w : q) EXPECT_GE(w.depth(), 30u) << show(q);
-  EXPECT_EQ(q.back().z1, 100u);
-  // Round-robin sets keep one slice per slab.
-  const vox::stream_set rr = make_set(4, vox::slice_mapping::round_robin);
-  EXPECT_EQ(rr.plan(10, 8), rr.plan(10));
+  ASSERT_EQ(next, nz) << show(plan);
+}
+
+constexpr double gbps = 4000.0;  // 4 TB/s: 1 µs moves 4 MB
+
+}  // namespace
+
+TEST(SlabPolicy, SlabsFollowTheWorkNotTheStreamCount) {
+  const vox::slab_policy p;  // 128 µs per slab at least
+  // 110 MB read and written (220 MB): 55 µs at 4 TB/s, one slab on 1 or 32 streams.
+  const auto small = device_work(320, 220e6 / 320);
+  EXPECT_EQ(vox::exec::slab_limit(small, p, gbps), 1u);
+  for (std::size_t n : {1u, 8u, 32u}) {
+    const auto plan = vox::make_plan(small, n, vox::slice_mapping::contiguous, p, gbps);
+    EXPECT_EQ(plan, (std::vector<vox::slab>{{0, 0, 320}})) << show(plan);
+  }
+  // 1 GiB moved: ~268 µs, two slabs, on streams 0 and 16 of 32 (spread, nested).
+  const auto big = device_work(512, 2.0 * 512 * 512 * 4);
+  EXPECT_EQ(vox::exec::slab_limit(big, p, gbps), 2u);
+  const auto two = vox::make_plan(big, 32, vox::slice_mapping::contiguous, p, gbps);
+  EXPECT_EQ(two, (std::vector<vox::slab>{{0, 0, 256}, {16, 256, 512}})) << show(two);
+  // A compute-bound op of the same bytes (cost 8): 16 slabs, every second stream.
+  const auto heavy = device_work(512, 2.0 * 512 * 512 * 4, 0, 1, 8.0);
+  const auto sixteen = vox::make_plan(heavy, 32, vox::slice_mapping::contiguous, p, gbps);
+  ASSERT_EQ(sixteen.size(), 16u) << show(sixteen);
+  expect_covers(sixteen, 512, 32);
+  for (std::size_t i = 0; i < sixteen.size(); ++i) EXPECT_EQ(sixteen[i].stream, 2 * i);
+  // Work for more slabs than streams: the set's mapping, one slab per stream.
+  const auto huge = device_work(512, 64.0 * 512 * 512 * 4);
+  EXPECT_EQ(vox::make_plan(huge, 32, vox::slice_mapping::contiguous, p, gbps),
+            vox::make_plan(512, 32, vox::slice_mapping::contiguous));
+  // Round-robin: work for fewer slabs than slices gives contiguous slabs, one per stream here.
+  EXPECT_EQ(vox::make_plan(huge, 4, vox::slice_mapping::round_robin, p, gbps),
+            vox::make_plan(512, 4, vox::slice_mapping::contiguous));
+}
+
+TEST(SlabPolicy, HostLinkTrafficGetsMoreSlabs) {
+  // 110 MB over a 25 GB/s link: 4.4 ms, enough for every stream of a 32-stream set.
+  vox::exec::work w = device_work(320, 110e6 / 320);
+  w.kind = vox::exec::traffic::link;
+  const vox::slab_policy p;
+  EXPECT_EQ(vox::make_plan(w, 32, vox::slice_mapping::contiguous, p, gbps),
+            vox::make_plan(320, 32, vox::slice_mapping::contiguous));
+  EXPECT_NEAR(vox::exec::work_us(w, p.link_gbps), 4400.0, 1.0);
+}
+
+TEST(SlabPolicy, HaloAndMinimumDepthBoundTheSlabs) {
+  vox::slab_policy p = vox::slab_policy::every_stream();
+  // No launch bound: every stream, as before the policy.
+  EXPECT_EQ(vox::make_plan(device_work(512, 1.0), 32, vox::slice_mapping::contiguous, p, gbps),
+            vox::make_plan(512, 32, vox::slice_mapping::contiguous));
+  // Slabs of at least 64 of 512 slices: 8 slabs, on every fourth stream.
+  const auto deep = vox::make_plan(device_work(512, 1.0, 0, 64), 32,
+                                   vox::slice_mapping::contiguous, p, gbps);
+  ASSERT_EQ(deep.size(), 8u) << show(deep);
+  for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(deep[i], (vox::slab{4 * i, 64 * i, 64 * (i + 1)}));
+  // Fewer slices than min_depth: one slab.
+  EXPECT_EQ(vox::make_plan(device_work(37, 1.0, 0, 64), 32, vox::slice_mapping::contiguous, p,
+                           gbps),
+            (std::vector<vox::slab>{{0, 0, 37}}));
+  // Halo 4 on 512 slices, re-reads at most 1/8: 1 + 64 / 8 = 9 slabs.
+  p.max_halo_fraction = 0.125;
+  EXPECT_EQ(vox::exec::slab_limit(device_work(512, 1.0, 4), p, gbps), 9u);
+  const auto halo = vox::make_plan(device_work(512, 1.0, 4), 32, vox::slice_mapping::contiguous,
+                                   p, gbps);
+  ASSERT_EQ(halo.size(), 9u) << show(halo);
+  expect_covers(halo, 512, 32);
+  std::size_t extra = 0;
+  for (std::size_t i = 1; i < halo.size(); ++i) extra += 2 * 4;
+  EXPECT_LE(extra, 512u / 8);
+  // A halo as wide as the volume: one slab.
+  EXPECT_EQ(vox::exec::slab_limit(device_work(10, 1.0, 10), p, gbps), 1u);
+}
+
+TEST(SlabPolicy, EveryCombinationCoversTheVolume) {
+  const vox::slab_policy policies[] = {vox::slab_policy{}, vox::slab_policy::every_stream()};
+  for (const auto& p : policies)
+    for (auto m : {vox::slice_mapping::contiguous, vox::slice_mapping::round_robin})
+      for (std::size_t n : {1u, 3u, 32u})
+        for (std::size_t nz : {1u, 2u, 31u, 64u, 333u})
+          for (double bytes : {1.0, 1e6, 1e8})
+            for (std::size_t halo : {0u, 1u, 7u}) {
+              const auto w = device_work(nz, bytes, halo, 1);
+              const auto plan = vox::make_plan(w, n, m, p, gbps);
+              SCOPED_TRACE("N=" + std::to_string(n) + " nz=" + std::to_string(nz));
+              expect_covers(plan, nz, n);
+              EXPECT_LE(plan.size(), m == vox::slice_mapping::round_robin ? nz : std::min(n, nz));
+            }
+  EXPECT_TRUE(vox::make_plan(device_work(0, 1.0), 4, vox::slice_mapping::contiguous,
+                             vox::slab_policy{}, gbps)
+                  .empty());
+  EXPECT_EQ(vox::exec::slab_limit(device_work(0, 1.0), vox::slab_policy{}, gbps), 0u);
+}
+
+TEST(SlabPolicy, TheSetAppliesItsPolicyAndAcceptsANewOne) {
+  vox::stream_set_options o;
+  o.staging_buffers = 0;
+  o.policy.device_gbps = gbps;
+  vox::stream_set set(32, o);
+  EXPECT_EQ(set.device_gbps(), gbps);
+  const auto w = device_work(64, 1e3);
+  EXPECT_EQ(set.plan(w).size(), 1u);
+  set.set_policy(vox::slab_policy::every_stream());
+  EXPECT_EQ(set.plan(w), set.plan(64));
+  EXPECT_EQ(set.policy().min_slab_us, 0.0);
+  EXPECT_GT(set.device_gbps(), 0.0);
+  vox::slab_policy bad;
+  bad.min_slab_us = -1.0;
+  EXPECT_THROW(set.set_policy(bad), vox::invalid_argument);
+  bad = vox::slab_policy{};
+  bad.link_gbps = 0.0;
+  EXPECT_THROW(set.set_policy(bad), vox::invalid_argument);
+  vox::stream_set_options badopts;
+  badopts.policy.max_halo_fraction = -0.5;
+  EXPECT_THROW(vox::stream_set(2, badopts), vox::invalid_argument);
+}
+
+// Ops of the library run on the policy's plan: on a 32-stream set, a copy of a small volume is
+// one slab (one event), under every_stream() one slab per stream.
+TEST(SlabPolicy, OpsRunOnThePolicysPlan) {
+  vox::stream_set set(32);
+  const vox::extent3 e{16, 8, 64};
+  vox::volume<float> a(set, e, 1.0f), b(set, e, 0.0f);
+  set.synchronize();
+  set.reset_counters();
+  vox::copy(set, a, b);
+  EXPECT_EQ(set.events_recorded(), 1u);
+  set.set_policy(vox::slab_policy::every_stream());
+  set.synchronize();
+  set.reset_counters();
+  vox::copy(set, a, b);
+  EXPECT_EQ(set.events_recorded(), 32u);
+  // Work from accesses: bytes of every access, the widest read halo, host traffic.
+  const auto w = vox::exec::work_of({vox::read(a, 3), vox::write(b)}, "test");
+  EXPECT_EQ(w.slices, 64u);
+  EXPECT_DOUBLE_EQ(w.bytes_per_slice, 2.0 * 16 * 8 * sizeof(float));
+  EXPECT_EQ(w.halo, 3u);
+  EXPECT_EQ(w.kind, vox::exec::traffic::device);
+  EXPECT_THROW((void)vox::exec::work_of({vox::read_all(a)}, "test"), vox::invalid_argument);
 }

@@ -30,6 +30,7 @@ typed_access<T> make_access(V& v, exec::access_mode m, std::size_t halo, bool wh
   a.halo = halo;
   a.whole = whole;
   a.data = static_cast<const void*>(v.data());
+  a.elem_bytes = sizeof(T);
   return typed_access<T>{a, v.data()};
 }
 }  // namespace detail

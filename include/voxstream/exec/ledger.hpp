@@ -172,6 +172,8 @@ struct access {
   std::size_t halo{0};
   bool whole{false};
   const void* data{nullptr};  ///< identity of the storage, to detect in-place stencils
+  std::size_t elem_bytes{0};  ///< bytes per voxel (the slab policy's work; 0: unknown)
+  bool host{false};           ///< the storage is host memory (transfers: host-link traffic)
 };
 
 }  // namespace vox::exec

@@ -14,25 +14,9 @@
 
 #include <voxstream/core/stream.hpp>
 #include <voxstream/exec/ledger.hpp>
+#include <voxstream/exec/slab_plan.hpp>
 
 namespace vox {
-
-/// @brief How z-slices map to the streams of a set.
-enum class slice_mapping : std::uint8_t {
-  contiguous,   ///< slab i of near-equal depth on stream i (default: fewest cross-stream edges)
-  round_robin,  ///< slice z on stream z mod N
-};
-
-/// @brief A contiguous range of slices [z0, z1) assigned to stream `stream` of a set.
-struct slab {
-  std::size_t stream{0};
-  std::size_t z0{0};
-  std::size_t z1{0};
-  [[nodiscard]] std::size_t depth() const noexcept { return z1 - z0; }
-  [[nodiscard]] bool operator==(const slab& o) const noexcept {
-    return stream == o.stream && z0 == o.z0 && z1 == o.z1;
-  }
-};
 
 /// @brief One cudaStreamWaitEvent the ledger inserted: `waiter` waited on an event recorded on
 ///        `source` (stream ids; indices within the set where the source belongs to it).
@@ -53,11 +37,16 @@ struct stream_set_options {
   std::size_t staging_bytes{8u << 20};
   /// Keep a log of every wait inserted (wait_log()); counters are always kept.
   bool log_waits{false};
+  /// How many slabs each op of the library gets (slab_plan.hpp).
+  slab_policy policy{};
+  /// launch_per_slice replays its launches as one cached CUDA graph (CUDA backend).
+  bool per_slice_graphs{true};
 };
 
 class stream_set;
 
 namespace exec {
+class slice_graph_cache;
 /// @brief Enqueues an op's work for one slab on stream `s`.
 using slab_fn = std::function<void(stream_view s, const slab& work)>;
 
@@ -74,6 +63,23 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
 inline void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
                    std::initializer_list<access> accesses, const slab_fn& enqueue) {
   run_op(set, op, plan, std::vector<access>(accesses), enqueue);
+}
+
+/// @brief An op's work as its accesses describe it: the slices of its first per-slab access,
+///        the bytes per slice of every access (a whole-volume access spread over those slices),
+///        the widest read halo, and traffic over the host link if any access is in host memory.
+///        `cost` and `min_depth` as in exec::work. Throws vox::invalid_argument if no access is
+///        per slab or one is empty.
+[[nodiscard]] work work_of(const std::vector<access>& accesses, const char* op, double cost = 1.0,
+                           std::size_t min_depth = 1);
+
+/// @brief run_op on the set's plan for the accesses' work (stream_set::plan(work_of(...))): the
+///        way the library's own ops run.
+void run_op(stream_set& set, const char* op, const std::vector<access>& accesses,
+            const slab_fn& enqueue);
+inline void run_op(stream_set& set, const char* op, std::initializer_list<access> accesses,
+                   const slab_fn& enqueue) {
+  run_op(set, op, std::vector<access>(accesses), enqueue);
 }
 
 /// @brief Observer of every op run through run_op (profiling, graph-capture bookkeeping).
@@ -124,12 +130,15 @@ class stream_set {
   /// @brief The slabs of a volume of `slices` z-slices under this set's mapping, in enqueue
   ///        order. Contiguous: min(N, slices) slabs of near-equal depth. Round-robin: one per slice.
   [[nodiscard]] std::vector<slab> plan(std::size_t slices) const;
-  /// @brief plan(slices) with slabs at least `min_depth` slices deep under the contiguous
-  ///        mapping (fewer slabs, on the set's first streams; one slab if slices < min_depth).
-  ///        For ops whose z halo is large against a slab: each slab re-reads its halo, so a
-  ///        z pass of radius r over slabs of depth d reads (d + 2r) / d of the volume.
-  ///        Round-robin sets keep their one-slice slabs.
-  [[nodiscard]] std::vector<slab> plan(std::size_t slices, std::size_t min_depth) const;
+  /// @brief The slab policy's plan for an op's work (slab_plan.hpp): as many slabs as the work
+  ///        pays for, at most one per stream. Every op of the library runs on such a plan.
+  [[nodiscard]] std::vector<slab> plan(const exec::work& w) const;
+  /// @brief The set's slab policy (options().policy until set_policy). Thread-safe.
+  [[nodiscard]] slab_policy policy() const;
+  /// @brief Replaces the slab policy for ops enqueued afterwards. Thread-safe.
+  void set_policy(const slab_policy& p);
+  /// @brief The device memory bandwidth (GB/s) the policy assumes for this set's device.
+  [[nodiscard]] double device_gbps() const noexcept { return device_gbps_; }
   /// @brief Index of the stream that slice z of a `slices`-slice volume maps to.
   [[nodiscard]] std::size_t stream_for_slice(std::size_t z, std::size_t slices) const;
 
@@ -156,6 +165,10 @@ class stream_set {
   struct staging;
   [[nodiscard]] staging& staging_buffers();
 
+  /// @brief The cached graphs of launch_per_slice (made on first use; CUDA backend). Use only
+  ///        under the set's lock (inside run_op's enqueue).
+  [[nodiscard]] exec::slice_graph_cache& slice_graphs();
+
  private:
   friend void exec::run_op(stream_set&, const char*, const std::vector<slab>&,
                            const std::vector<exec::access>&, const exec::slab_fn&);
@@ -165,16 +178,15 @@ class stream_set {
 
   stream_set_options opts_;
   int device_{0};
+  double device_gbps_{0.0};
   std::shared_ptr<exec::event_pool> pool_;
   std::vector<std::shared_ptr<exec::stream_state>> streams_;
   std::unique_ptr<staging> staging_;
   std::unique_ptr<std::recursive_mutex> mutex_;  ///< serialises run_op on this set
+  std::shared_ptr<exec::slice_graph_cache> slice_graphs_;
   std::size_t waits_{0};
   std::size_t records_{0};
   std::vector<wait_record> log_;
 };
-
-/// @brief Makes the slab plan for `slices` slices over `streams` streams (pure; host-tested).
-std::vector<slab> make_plan(std::size_t slices, std::size_t streams, slice_mapping mapping);
 
 }  // namespace vox

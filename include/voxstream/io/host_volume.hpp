@@ -58,12 +58,16 @@ class host_volume {
 /// @brief Declares a read of each slab of host volume `v`.
 template <class T>
 typed_access<const T> read(const host_volume<T>& v) {
-  return detail::make_access<const T>(v, exec::access_mode::read, 0, false);
+  auto a = detail::make_access<const T>(v, exec::access_mode::read, 0, false);
+  a.acc.host = true;
+  return a;
 }
 /// @brief Declares a write of each slab of host volume `v`.
 template <class T>
 typed_access<T> write(host_volume<T>& v) {
-  return detail::make_access<T>(v, exec::access_mode::write, 0, false);
+  auto a = detail::make_access<T>(v, exec::access_mode::write, 0, false);
+  a.acc.host = true;
+  return a;
 }
 
 extern template class host_volume<std::uint8_t>;

@@ -1,0 +1,9 @@
+// Internal: facts about a device that the exec layer's slab policy needs. Not installed.
+#pragma once
+
+namespace vox::detail {
+/// @brief The memory bandwidth the slab policy assumes for `device`, in GB/s: 85% of the peak
+///        from its memory clock and bus width, queried once per device (CUDA backend); 20 on the
+///        host backend. Thread-safe.
+double memory_gbps(int device, const char* op);
+}  // namespace vox::detail
