@@ -9,7 +9,7 @@
 
 int main() {
   const vox::extent3 e{256, 256, 64};
-  vox::stream_set streams(8);  // 8 non-blocking streams; slices map to them as 8 slabs
+  vox::stream_set streams(8);  // 8 non-blocking streams; ops take the slabs their work pays for
 
   std::vector<float> host(e.voxels());
   std::mt19937 rng(42);

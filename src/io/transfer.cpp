@@ -84,6 +84,17 @@ void stream_set::staging::drain(const char* op) {
   for (std::size_t i = 0; i < ring.size(); ++i) acquire(op);
 }
 
+/// The slab policy's work of a transfer of `v` over the host link (pageable transfers declare
+/// only the device volume's access).
+template <class T>
+exec::work link_work(const volume<T>& v) {
+  exec::work w;
+  w.slices = v.extent().z;
+  w.bytes_per_slice = static_cast<double>(v.extent().slice_voxels() * sizeof(T));
+  w.kind = exec::traffic::link;
+  return w;
+}
+
 // --- pinned transfers -------------------------------------------------------------------------
 
 template <class T>
@@ -94,7 +105,7 @@ void upload(stream_set& streams, const host_volume<T>& src, volume<T>& dst) {
   const std::size_t slice = dst.extent().slice_voxels();
   T* d = dst.data();
   const T* h = src.data();
-  exec::run_op(streams, "upload", streams.plan(dst.extent().z), {read(src), write(dst)},
+  exec::run_op(streams, "upload", {read(src), write(dst)},
                [&](stream_view s, const slab& w) {
                  copy_async(d + w.z0 * slice, h + w.z0 * slice, w.depth() * slice * sizeof(T),
                             direction::to_device, s, "upload");
@@ -109,7 +120,7 @@ void download(stream_set& streams, const volume<T>& src, host_volume<T>& dst) {
   const std::size_t slice = src.extent().slice_voxels();
   const T* d = src.data();
   T* h = dst.data();
-  exec::run_op(streams, "download", streams.plan(src.extent().z), {read(src), write(dst)},
+  exec::run_op(streams, "download", {read(src), write(dst)},
                [&](stream_view s, const slab& w) {
                  copy_async(h + w.z0 * slice, d + w.z0 * slice, w.depth() * slice * sizeof(T),
                             direction::to_host, s, "download");
@@ -131,7 +142,7 @@ void upload(stream_set& streams, const T* src, std::size_t count, volume<T>& dst
   auto& stage = streams.staging_buffers();
   const std::size_t chunk = std::max<std::size_t>(stage.bytes / sizeof(T), 1) * sizeof(T);
 #endif
-  exec::run_op(streams, "upload", streams.plan(dst.extent().z), {write(dst)},
+  exec::run_op(streams, "upload", streams.plan(link_work(dst)), {write(dst)},
                [&](stream_view s, const slab& w) {
                  const auto* from = reinterpret_cast<const unsigned char*>(src + w.z0 * slice);
                  auto* to = reinterpret_cast<unsigned char*>(d + w.z0 * slice);
@@ -164,7 +175,7 @@ void download(stream_set& streams, const volume<T>& src, T* dst, std::size_t cou
   auto& stage = streams.staging_buffers();
   const std::size_t chunk = std::max<std::size_t>(stage.bytes / sizeof(T), 1) * sizeof(T);
 #endif
-  const std::vector<slab> plan = streams.plan(src.extent().z);
+  const std::vector<slab> plan = streams.plan(link_work(src));
   exec::run_op(streams, "download", plan, {read(src)},
                [&](stream_view s, const slab& w) {
                  const auto* from = reinterpret_cast<const unsigned char*>(d + w.z0 * slice);

@@ -147,16 +147,15 @@ class scratch {
   exec::slice_ledger ledger_;
 };
 
-/// The plan of a whole-volume reduction of `slices` slices of `slice_bytes` each: the set's
-/// plan when its slabs are at least reduction_slab_bytes(), otherwise one slab covering the
-/// volume on the stream of the set's first slab (see reduce.hpp).
+/// The plan of a whole-volume reduction of `slices` slices of `slice_bytes` each: the slab
+/// policy's for reading them once (each slab adds its partials and a launch, which the policy
+/// already counts).
 inline std::vector<slab> reduction_plan(const stream_set& set, std::size_t slices,
                                         std::size_t slice_bytes) {
-  std::vector<slab> plan = set.plan(slices);
-  const std::size_t per_slab = slices / plan.size() * slice_bytes;
-  if (plan.size() > 1 && per_slab < reduction_slab_bytes())
-    plan = std::vector<slab>{slab{plan.front().stream, 0, slices}};
-  return plan;
+  exec::work w;
+  w.slices = slices;
+  w.bytes_per_slice = static_cast<double>(slice_bytes);
+  return set.plan(w);
 }
 
 /// Index of the slab of `plan` that starts at slice z0 (the plans are sorted by z0).

@@ -48,7 +48,7 @@ void fill(stream_set& streams, volume<T>& out, T value) {
   VOX_EXPECTS(!out.empty(), "fill", "output volume is empty");
   const std::size_t slice = out.extent().slice_voxels();
   T* base = out.data();
-  exec::run_op(streams, "fill", streams.plan(out.extent().z), {write(out)},
+  exec::run_op(streams, "fill", {write(out)},
                [&](stream_view s, const slab& w) {
 #if VOX_BACKEND_CUDA
                  T* first = base + w.z0 * slice;
@@ -80,7 +80,7 @@ void copy(stream_set& streams, const volume<T>& in, volume<T>& out) {
   const std::size_t slice = in.extent().slice_voxels();
   const T* src = in.data();
   T* dst = out.data();
-  exec::run_op(streams, "copy", streams.plan(in.extent().z), {read(in), write(out)},
+  exec::run_op(streams, "copy", {read(in), write(out)},
                [&](stream_view s, const slab& w) {
                  thrust::device_ptr<const T> first(src + w.z0 * slice);
                  thrust::copy_n(detail::make_policy(s), first, w.depth() * slice,
@@ -191,7 +191,7 @@ void unary(stream_set& streams, const volume<In>& in, volume<Out>& out, const F&
   const std::size_t slice = in.extent().slice_voxels();
   const In* src = in.data();
   Out* dst = out.data();
-  exec::run_op(streams, op, streams.plan(in.extent().z), {read(in), write(out)},
+  exec::run_op(streams, op, {read(in), write(out)},
                [&](stream_view s, const slab& w) {
                  map1(s, src + w.z0 * slice, dst + w.z0 * slice, w.depth() * slice, f, op);
                });
@@ -207,7 +207,7 @@ void binary(stream_set& streams, const volume<T>& a, const volume<T>& b, volume<
   const T* pa = a.data();
   const T* pb = b.data();
   T* dst = out.data();
-  exec::run_op(streams, op, streams.plan(a.extent().z), {read(a), read(b), write(out)},
+  exec::run_op(streams, op, {read(a), read(b), write(out)},
                [&](stream_view s, const slab& w) {
                  const std::size_t o = w.z0 * slice;
                  map2(s, pa + o, pb + o, dst + o, w.depth() * slice, arith_fn<T, Op>{}, op);
@@ -301,8 +301,7 @@ void normalize(stream_set& streams, const volume<In>& in, volume<Out>& out, doub
   const In* src = in.data();
   Out* dst = out.data();
   const iops::normalize_fn<In, Out> f{params.data(), lo};
-  exec::run_op(streams, op, streams.plan(in.extent().z),
-               {read(in), write(out), params.whole(exec::access_mode::read)},
+  exec::run_op(streams, op, {read(in), write(out), params.whole(exec::access_mode::read)},
                [&](stream_view s, const slab& w) {
                  iops::map1(s, src + w.z0 * slice, dst + w.z0 * slice, w.depth() * slice, f, op);
                });

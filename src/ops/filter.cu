@@ -425,13 +425,13 @@ __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 3 : 2
 template <class T, class F, int R, bool EXACT>
 void run_gauss_xy(stream_set& streams, const char* op, const volume<T>& in, volume<F>& out,
                   const filter_options& o, double sx, idx_t rx, double sy, idx_t ry,
-                  std::size_t min_depth) {
+                  const std::vector<slab>& plan) {
   const extent3 e = in.extent();
   const gauss_taps<F, R> wx = make_taps<F, R>(sx, rx), wy = make_taps<F, R>(sy, ry);
   const F cval = static_cast<F>(o.cval);
   const T* src = in.data();
   F* dst = out.data();
-  exec::run_op(streams, op, streams.plan(e.z, min_depth), {vox::read(in), vox::write(out)},
+  exec::run_op(streams, op, plan, {vox::read(in), vox::write(out)},
                [&](stream_view s, const slab& w) {
                  const march_geom g = make_march(e, w, gx_tile, gauss_tile_y<F>());
                  const dim3u gr = march_grid(g);
@@ -449,23 +449,21 @@ void run_gauss_xy(stream_set& streams, const char* op, const volume<T>& in, volu
                });
 }
 
-/// Slab and chunk depth of the z pass of radius rz. Each chunk re-reads 2 rz halo slices:
-/// slabs and chunks of at least 8 rz slices keep that under 25% (slabs of 16 on 32 streams
-/// would double a radius-8 pass's reads). The 3D xy pass takes the same slabs, so that each z
-/// slab waits only for the xy slabs of its neighbours' streams.
+/// Chunk depth of the z pass of radius rz, and the shallowest slab: each chunk re-reads 2 rz
+/// halo slices, and chunks of at least 8 rz slices keep that under 25% (slabs of 16 on 32
+/// streams would double a radius-8 pass's reads).
 inline idx_t gauss_z_depth(idx_t rz) { return std::max<idx_t>(16, 8 * rz); }
 
 template <class F, int R, bool EXACT>
 void run_gauss_z(stream_set& streams, const char* op, const volume<F>& in, volume<F>& out,
-                 const filter_options& o, double sz, idx_t rz) {
+                 const filter_options& o, double sz, idx_t rz, const std::vector<slab>& plan) {
   const extent3 e = in.extent();
   const gauss_taps<F, R> wz = make_taps<F, R>(sz, rz);
   const F cval = static_cast<F>(o.cval);
   const F* src = in.data();
   F* dst = out.data();
   const idx_t deep = gauss_z_depth(rz);
-  exec::run_op(streams, op, streams.plan(e.z, static_cast<std::size_t>(deep)),
-               {vox::read(in, z_halo(rz, e)), vox::write(out)},
+  exec::run_op(streams, op, plan, {vox::read(in, z_halo(rz, e)), vox::write(out)},
                [&](stream_view s, const slab& w) {
                  const march_geom g = make_march(e, w, st_tx, st_ty, deep);
                  const dim3u gr = march_grid(g);
@@ -488,43 +486,44 @@ int gauss_bucket(idx_t r) {
 template <class T, class F>
 void gauss_xy_dispatch(int bucket, stream_set& streams, const char* op, const volume<T>& in,
                        volume<F>& out, const filter_options& o, const double* sg, const idx_t* r,
-                       std::size_t min_depth) {
+                       const std::vector<slab>& plan) {
   const bool exact = r[0] == bucket && r[1] == bucket;
   if (bucket == 4) {
     if (exact) {
-      run_gauss_xy<T, F, 4, true>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], min_depth);
+      run_gauss_xy<T, F, 4, true>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], plan);
     } else {
-      run_gauss_xy<T, F, 4, false>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], min_depth);
+      run_gauss_xy<T, F, 4, false>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], plan);
     }
   } else if (bucket == 8) {
     if (exact) {
-      run_gauss_xy<T, F, 8, true>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], min_depth);
+      run_gauss_xy<T, F, 8, true>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], plan);
     } else {
-      run_gauss_xy<T, F, 8, false>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], min_depth);
+      run_gauss_xy<T, F, 8, false>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], plan);
     }
   } else if constexpr (sizeof(F) == 4) {
-    run_gauss_xy<T, F, 16, false>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], min_depth);
+    run_gauss_xy<T, F, 16, false>(streams, op, in, out, o, sg[0], r[0], sg[1], r[1], plan);
   }
 }
 
 template <class F>
 void gauss_z_dispatch(int bucket, stream_set& streams, const char* op, const volume<F>& in,
-                      volume<F>& out, const filter_options& o, double sz, idx_t rz) {
+                      volume<F>& out, const filter_options& o, double sz, idx_t rz,
+                      const std::vector<slab>& plan) {
   const bool exact = rz == bucket;
   if (bucket == 4) {
     if (exact) {
-      run_gauss_z<F, 4, true>(streams, op, in, out, o, sz, rz);
+      run_gauss_z<F, 4, true>(streams, op, in, out, o, sz, rz, plan);
     } else {
-      run_gauss_z<F, 4, false>(streams, op, in, out, o, sz, rz);
+      run_gauss_z<F, 4, false>(streams, op, in, out, o, sz, rz, plan);
     }
   } else if (bucket == 8) {
     if (exact) {
-      run_gauss_z<F, 8, true>(streams, op, in, out, o, sz, rz);
+      run_gauss_z<F, 8, true>(streams, op, in, out, o, sz, rz, plan);
     } else {
-      run_gauss_z<F, 8, false>(streams, op, in, out, o, sz, rz);
+      run_gauss_z<F, 8, false>(streams, op, in, out, o, sz, rz, plan);
     }
   } else if constexpr (sizeof(F) == 4) {
-    run_gauss_z<F, 16, false>(streams, op, in, out, o, sz, rz);
+    run_gauss_z<F, 16, false>(streams, op, in, out, o, sz, rz, plan);
   }
 }
 #endif  // VOX_BACKEND_CUDA
@@ -553,13 +552,20 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
   // The fused kernels keep in-slice offsets in 32 bits.
   const bool fits = in.extent().slice_voxels() <= std::size_t{0xffffffffu};
   if (bxy != 0 && bz != 0 && fits) {
+    // One plan for both passes, so that each z slab waits only for the xy slabs of its
+    // neighbours' streams: the policy's for the whole filter (two passes of about two copies
+    // each), with slabs no shallower than the z pass's chunks.
+    const std::size_t hz = o.dims == 3 ? z_halo(r[2], in.extent()) : 0;
+    const std::vector<slab> plan = streams.plan(exec::work_of(
+        {vox::read(in, hz), vox::write(out)}, op,
+        o.dims == 3 ? 4.0 : 2.0,
+        o.dims == 3 ? static_cast<std::size_t>(gauss_z_depth(r[2])) : 1));
     if (o.dims == 2) {
-      gauss_xy_dispatch<T, F>(bxy, streams, op, in, out, o, sg, r, 1);
+      gauss_xy_dispatch<T, F>(bxy, streams, op, in, out, o, sg, r, plan);
     } else {
       volume<F>& t = tmp();
-      gauss_xy_dispatch<T, F>(bxy, streams, op, in, t, o, sg, r,
-                              static_cast<std::size_t>(gauss_z_depth(r[2])));
-      gauss_z_dispatch<F>(bz, streams, op, t, out, o, sg[2], r[2]);
+      gauss_xy_dispatch<T, F>(bxy, streams, op, in, t, o, sg, r, plan);
+      gauss_z_dispatch<F>(bz, streams, op, t, out, o, sg[2], r[2], plan);
     }
     return;
   }

@@ -383,7 +383,9 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   const T* src = in.data();
   T* dst = out.data();
   exec::run_op(
-      streams, op, streams.plan(e.z, static_cast<std::size_t>(min_chunk)),
+      streams, op,
+      streams.plan(exec::work_of({vox::read(in, z_halo(r.z, e)), vox::write(out)}, op, 4.0,
+                                 static_cast<std::size_t>(min_chunk))),
       {vox::read(in, z_halo(r.z, e)), vox::write(out)}, [&](stream_view s, const slab& w) {
         box_geom bg = b;
         bg.g = make_march(e, w, b.tx, bx_ty, min_chunk);

@@ -286,8 +286,7 @@ void run_pass(stream_set& streams, const char* op, const volume<In>& src, volume
                                  cval,
                                  p0,
                                  p1};
-  exec::run_op(streams, op, streams.plan(e.z),
-               {vox::read(src, axis == 2 ? z_halo(r, e) : 0), vox::write(dst)},
+  exec::run_op(streams, op, {vox::read(src, axis == 2 ? z_halo(r, e) : 0), vox::write(dst)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
 }
 
@@ -1308,7 +1307,7 @@ void run_stencil3(stream_set& streams, const char* op, const volume<T>& in, volu
   bool shared = false;
   if constexpr (kind_ok) shared = stencil3s_fits(e, src);
   exec::run_op(
-      streams, op, streams.plan(e.z), {vox::read(in, dims == 3 ? 1 : 0), vox::write(out)},
+      streams, op, {vox::read(in, dims == 3 ? 1 : 0), vox::write(out)},
       [&](stream_view s, const slab& w) {
         if constexpr (kind_ok && (sizeof(T) == 4 || sizeof(T) == 8)) {
           if (shared) {

@@ -118,7 +118,7 @@ void downsample_mean(stream_set& streams, const volume<T>& in, volume<T>& out, e
                   " (partial blocks kept)");
 
   const detail::geom::downsample_fn<T> f{in.data(), out.data(), ei, eo, factors};
-  exec::run_op(streams, op, streams.plan(eo.z), {read_all(in), write(out)},
+  exec::run_op(streams, op, {read_all(in), write(out)},
                [&](stream_view s, const slab& w) {
                  detail::geom::launch_voxels(s, f, eo.x, eo.y, w.z0, w.z1, op);
                });
@@ -147,7 +147,7 @@ void resize(stream_set& streams, const volume<T>& in, volume<T>& out) {
                                      zoom_scale(ei.x, eo.x),
                                      zoom_scale(ei.y, eo.y),
                                      zoom_scale(ei.z, eo.z)};
-  exec::run_op(streams, op, streams.plan(eo.z), {read_all(in), write(out)},
+  exec::run_op(streams, op, {read_all(in), write(out)},
                [&](stream_view s, const slab& w) {
                  detail::geom::launch_voxels(s, f, eo.x, eo.y, w.z0, w.z1, op);
                });
@@ -179,7 +179,7 @@ void permute(stream_set& streams, const volume<T>& in, volume<T>& out, axis_perm
   if (axes[0] == 0) {
     // x stays x: reads and writes are both contiguous along x.
     const detail::geom::gather_fn<T> f{src, dst, eo, is[0], is[1], is[2]};
-    exec::run_op(streams, op, streams.plan(eo.z), {read_all(in), write(out)},
+    exec::run_op(streams, op, {read_all(in), write(out)},
                  [&](stream_view s, const slab& w) {
                    detail::geom::launch_voxels(s, f, eo.x, eo.y, w.z0, w.z1, op);
                  });
@@ -192,7 +192,8 @@ void permute(stream_set& streams, const volume<T>& in, volume<T>& out, axis_perm
     // bursts (slabs of 16 on 32 streams, 64-byte runs, took 0.89 ms for 512^3 float on an H200
     // against 0.49 ms with 64).
     const std::size_t min_depth = k == 2 ? std::max<std::size_t>(1, 256 / sizeof(T)) : 1;
-    exec::run_op(streams, op, streams.plan(eo.z, min_depth), {read_all(in), write(out)},
+    exec::run_op(streams, op, streams.plan(exec::work_of({read_all(in), write(out)}, op, 1.0, min_depth)),
+                 {read_all(in), write(out)},
                  [&](stream_view s, const slab& w) {
                    const std::size_t lo[3] = {0, 0, w.z0};
                    const std::size_t hi[3] = {eo.x, eo.y, w.z1};
@@ -222,7 +223,7 @@ void crop(stream_set& streams, const volume<T>& in, volume<T>& out, extent3 offs
 
   const T* base = in.data() + (offset.z * ei.y + offset.y) * ei.x + offset.x;
   const detail::geom::gather_fn<T> f{base, out.data(), eo, 1, ei.x, ei.x * ei.y};
-  exec::run_op(streams, op, streams.plan(eo.z), {read_all(in), write(out)},
+  exec::run_op(streams, op, {read_all(in), write(out)},
                [&](stream_view s, const slab& w) {
                  detail::geom::launch_voxels(s, f, eo.x, eo.y, w.z0, w.z1, op);
                });
@@ -253,7 +254,7 @@ void pad(stream_set& streams, const volume<T>& in, volume<T>& out, const pad_wid
                         xyz(widths.after) + " after");
 
   const detail::geom::pad_fn<T> f{in.data(), out.data(), ei, eo, widths.before, mode, value};
-  exec::run_op(streams, op, streams.plan(eo.z), {read_all(in), write(out)},
+  exec::run_op(streams, op, {read_all(in), write(out)},
                [&](stream_view s, const slab& w) {
                  detail::geom::launch_voxels(s, f, eo.x, eo.y, w.z0, w.z1, op);
                });

@@ -78,16 +78,6 @@ void copy_result_to_host(void* dst, const void* src, std::size_t bytes, const ch
 
 }  // namespace detail
 
-namespace {
-std::atomic<std::size_t> slab_bytes_threshold{std::size_t{64} << 20};
-}  // namespace
-
-std::size_t set_reduction_slab_bytes(std::size_t bytes) noexcept {
-  return slab_bytes_threshold.exchange(bytes);
-}
-
-std::size_t reduction_slab_bytes() noexcept { return slab_bytes_threshold.load(); }
-
 namespace iops = detail::iops;
 
 namespace detail::iops {
@@ -322,8 +312,7 @@ void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out
               op, "unknown reduction");
   const std::size_t slice = in.extent().slice_voxels();
   const std::size_t slices = in.extent().z;
-  // The plan of the whole-volume reductions: per slab only for slabs of at least
-  // reduction_slab_bytes(); one scratch for every slab's partials, allocated once on the first
+  // The plan of the whole-volume reductions (the slab policy's); one scratch for every slab's partials, allocated once on the first
   // slab's stream (an allocation per slab and stream cost about 35 us of host time each on an
   // H200 host, more than the slab's work).
   const std::vector<slab> plan = iops::reduction_plan(streams, slices, slice * sizeof(T));

@@ -374,16 +374,16 @@ TEST(ElementwiseNormalize, InPlaceAfterAPerSlabProducer) {
   // The producer writes on 32 streams; normalize's min/max must see every slab's final values,
   // whether it reduces per slab or in one launch.
   for (bool per_slab : {false, true}) {
-    const std::size_t old =
-        vox::set_reduction_slab_bytes(per_slab ? 0 : std::numeric_limits<std::size_t>::max());
-    vox::stream_set s(32);
+    vox::stream_set_options o;
+    o.policy = vox::slab_policy::every_stream();  // the producer: a slab on every stream
+    vox::stream_set s(32, o);
     const extent3 e{16, 8, 64};
     auto h = random_values<float>(e.voxels(), 61, 0.0, 1.0);
     auto in = make_volume(s, e, h);
     vox::multiply(s, in, 4.0, in);  // in place, per slab
+    if (!per_slab) s.set_policy(vox::slab_policy{});  // normalize: one launch
     vox::normalize(s, in, in, 0.0, 1.0);
     const auto got = fetch(s, in);
-    vox::set_reduction_slab_bytes(old);
     double mn = 1e300, mx = -1e300;
     for (float v : h) {
       const double d = static_cast<double>(static_cast<float>(static_cast<double>(v) * 4.0));
@@ -414,6 +414,7 @@ class ElementwiseStreams : public ::testing::TestWithParam<stream_case> {};
 TEST_P(ElementwiseStreams, AddAndConvertAgreeWithReference) {
   vox::stream_set_options o;
   o.mapping = GetParam().mapping;
+  o.policy = vox::slab_policy::every_stream();  // slab by slab, on every stream
   vox::stream_set s(GetParam().streams, o);
   const auto ha = random_values<float>(odd.voxels(), 71, -10, 10);
   const auto hb = random_values<float>(odd.voxels(), 72, -10, 10);

@@ -42,16 +42,18 @@ const border all_modes[] = {border::reflect, border::nearest, border::constant, 
 struct stream_config {
   std::size_t streams;
   vox::slice_mapping mapping;
+  bool every_stream;  // slab_policy::every_stream(): many slabs of small volumes (halo seams)
 };
-const stream_config all_configs[] = {{1, vox::slice_mapping::contiguous},
-                                     {3, vox::slice_mapping::contiguous},
-                                     {32, vox::slice_mapping::contiguous},
-                                     {3, vox::slice_mapping::round_robin},
-                                     {32, vox::slice_mapping::round_robin}};
+const stream_config all_configs[] = {{1, vox::slice_mapping::contiguous, false},
+                                     {3, vox::slice_mapping::contiguous, true},
+                                     {32, vox::slice_mapping::contiguous, true},
+                                     {3, vox::slice_mapping::round_robin, true},
+                                     {32, vox::slice_mapping::round_robin, false}};
 
 vox::stream_set make_set(const stream_config& c) {
   vox::stream_set_options o;
   o.mapping = c.mapping;
+  if (c.every_stream) o.policy = vox::slab_policy::every_stream();
   o.staging_buffers = 2;
   o.staging_bytes = 1u << 20;
   return vox::stream_set(c.streams, o);
@@ -59,7 +61,8 @@ vox::stream_set make_set(const stream_config& c) {
 
 std::string describe(const stream_config& c) {
   return std::to_string(c.streams) + " streams, " +
-         (c.mapping == vox::slice_mapping::contiguous ? "contiguous" : "round_robin");
+         (c.mapping == vox::slice_mapping::contiguous ? "contiguous" : "round_robin") +
+         (c.every_stream ? ", a slab per stream" : ", default slab policy");
 }
 
 std::string describe(const vox::filter_options& o) {
@@ -446,7 +449,7 @@ vox::filter_options opts(border m, int dims, double cval = 0.0, double truncate 
   return o;
 }
 
-const stream_config three{3, vox::slice_mapping::contiguous};
+const stream_config three{3, vox::slice_mapping::contiguous, true};
 const extent3 odd_ext{37, 53, 29};
 const extent3 small_ext{13, 11, 9};
 
@@ -621,7 +624,7 @@ TEST(FilterTiles, InteriorAndBorderTilesOfTheFusedStencil) {
     check_median<std::uint8_t>(e, 3, opts(m, 3, 7.0), three, 214);
   }
   // One stream: a single slab whose chunks run the whole depth.
-  const stream_config one{1, vox::slice_mapping::contiguous};
+  const stream_config one{1, vox::slice_mapping::contiguous, false};
   check_box<float>(box_op::uniform, e, 3, opts(border::reflect, 3), one, 210);
   check_sobel<float>(e, 3, opts(border::nearest, 3), one, 211);
   check_median<float>(e, 3, opts(border::reflect, 3), one, 215);
@@ -659,7 +662,7 @@ TEST(FilterTiles, AlignedRowsTakeTheVectorAndSharedMemoryPaths) {
     }
   }
   // One stream: a single slab whose chunks run the whole depth.
-  const stream_config one{1, vox::slice_mapping::contiguous};
+  const stream_config one{1, vox::slice_mapping::contiguous, false};
   check_box<float>(box_op::uniform, e, 3, opts(border::reflect, 3), one, 235);
   check_sobel<float>(e, 3, opts(border::constant, 3, 2.0), one, 236);
   check_gaussian<float>(g, 2.0, opts(border::wrap, 3), one, 237);
@@ -755,7 +758,9 @@ TEST(FilterStreams, StencilWaitsOnlyOnNeighbouringSlabs) {
   // streams of the slabs next to it (2 (n - 1) waits); a per-slice filter needs no wait at all.
   const extent3 e{16, 8, 20};
   const std::size_t n = 4;
-  vox::stream_set set(n);
+  vox::stream_set_options so;
+  so.policy = vox::slab_policy::every_stream();  // a slab per stream, however small the volume
+  vox::stream_set set(n, so);
   const std::vector<float> h = random_voxels<float>(e, 81);
   const vox::volume<float> in = make_volume(set, e, h);
   vox::volume<float> out = poisoned<float>(set, e);

@@ -38,21 +38,24 @@ using geometry_voxel_types =
 struct stream_config {
   std::size_t streams;
   vox::slice_mapping mapping;
+  bool every_stream;  // slab_policy::every_stream(): many slabs of small volumes (halo seams)
 };
-const stream_config geometry_configs[] = {{1, vox::slice_mapping::contiguous},
-                                          {3, vox::slice_mapping::contiguous},
-                                          {32, vox::slice_mapping::contiguous},
-                                          {3, vox::slice_mapping::round_robin},
-                                          {32, vox::slice_mapping::round_robin}};
+const stream_config geometry_configs[] = {{1, vox::slice_mapping::contiguous, false},
+                                          {3, vox::slice_mapping::contiguous, true},
+                                          {32, vox::slice_mapping::contiguous, true},
+                                          {3, vox::slice_mapping::round_robin, true},
+                                          {32, vox::slice_mapping::round_robin, false}};
 
 std::string describe(const stream_config& c) {
   return std::to_string(c.streams) + " streams, " +
-         (c.mapping == vox::slice_mapping::contiguous ? "contiguous" : "round_robin");
+         (c.mapping == vox::slice_mapping::contiguous ? "contiguous" : "round_robin") +
+         (c.every_stream ? ", a slab per stream" : ", default slab policy");
 }
 
 vox::stream_set make_set(const stream_config& c) {
   vox::stream_set_options o;
   o.mapping = c.mapping;
+  if (c.every_stream) o.policy = vox::slab_policy::every_stream();
   o.staging_buffers = 2;
   o.staging_bytes = 1u << 20;
   return vox::stream_set(c.streams, o);
@@ -376,7 +379,7 @@ TYPED_TEST(GeometryTyped, PermuteMatchesReference) {
 TYPED_TEST(GeometryTyped, PermuteRoundTripAcrossStreamSets) {
   using T = TypeParam;
   // x<->z and back, then a 3-cycle and its inverse, chained without host waits in between.
-  auto s = make_set({3, vox::slice_mapping::contiguous});
+  auto s = make_set({3, vox::slice_mapping::contiguous, true});
   const auto h = random_voxels<T>(odd, 14);
   const auto in = make_volume(s, odd, h);
   vox::volume<T> a(s, vox::permuted_extent(odd, {2, 1, 0}), poison<T>());
@@ -399,7 +402,7 @@ TYPED_TEST(GeometryTyped, PermuteFromXToZTakesSlabsOfAtLeast256Bytes) {
   const extent3 e{300, 7, 5};
   const std::size_t depth = std::max<std::size_t>(1, 256 / sizeof(T));
   const std::size_t slabs = std::max<std::size_t>(1, std::min<std::size_t>(32, e.x / depth));
-  auto s = make_set({32, vox::slice_mapping::contiguous});
+  auto s = make_set({32, vox::slice_mapping::contiguous, true});
   const auto h = random_voxels<T>(e, 15);
   const auto in = make_volume(s, e, h);
   for (const vox::axis_permutation& a : {vox::axis_permutation{2, 1, 0}, {1, 2, 0}}) {
@@ -521,7 +524,9 @@ TEST(GeometryMetadata, SpacingAndOriginFollowTheOp) {
 }
 
 TEST(GeometryLedger, PlansOverTheOutputAndRecordsOneEventPerStream) {
-  vox::stream_set s(4);
+  vox::stream_set_options so;
+  so.policy = vox::slab_policy::every_stream();  // a slab per stream, however small the volume
+  vox::stream_set s(4, so);
   const extent3 e{16, 12, 10};
   vox::volume<float> in(s, e, 1.f);
   vox::volume<float> down(s, vox::downsampled_extent(e, {2, 2, 5}));  // 2 output slices

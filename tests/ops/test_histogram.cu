@@ -134,16 +134,11 @@ struct stream_case {
   bool per_slab;
 };
 
-/// Forces whole-volume reductions per slab (true) or into one launch (false) for a scope.
-struct slab_mode {
-  std::size_t old;
-  explicit slab_mode(bool per_slab)
-      : old(vox::set_reduction_slab_bytes(per_slab ? 0 : std::numeric_limits<std::size_t>::max())) {
-  }
-  ~slab_mode() { vox::set_reduction_slab_bytes(old); }
-  slab_mode(const slab_mode&) = delete;
-  slab_mode& operator=(const slab_mode&) = delete;
-};
+/// The slab policy that makes whole-volume reductions per slab (true: a slab on every stream)
+/// or one launch (false: no volume of these tests pays for a second slab).
+vox::slab_policy slab_mode(bool per_slab) {
+  return per_slab ? vox::slab_policy::every_stream() : vox::slab_policy{};
+}
 
 std::vector<stream_case> stream_cases() {
   std::vector<stream_case> v;
@@ -161,14 +156,15 @@ std::vector<stream_case> stream_cases() {
 class HistogramStreams : public ::testing::TestWithParam<stream_case> {};
 
 TEST_P(HistogramStreams, AfterAPerSlabProducer) {
-  const slab_mode mode(GetParam().per_slab);
   vox::stream_set_options o;
   o.mapping = GetParam().mapping;
+  o.policy = vox::slab_policy::every_stream();  // the producer: a slab on every stream
   vox::stream_set s(GetParam().streams, o);
   const auto h = random_values<std::uint16_t>(odd.voxels(), 9, 0, 4095);
   const auto in = make_volume(s, odd, h);
   vox::volume<std::uint16_t> shifted(s, odd);
   vox::add(s, in, 100.0, shifted);  // written per slab on every stream
+  s.set_policy(slab_mode(GetParam().per_slab));  // the reductions: per slab or whole
   std::vector<std::uint16_t> w(h.size());
   for (std::size_t i = 0; i < h.size(); ++i) w[i] = static_cast<std::uint16_t>(h[i] + 100);
   const auto hist = vox::histogram(s, shifted, 256, 0.0, 4096.0);

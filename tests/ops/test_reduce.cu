@@ -330,16 +330,11 @@ struct stream_case {
   bool per_slab;
 };
 
-/// Forces whole-volume reductions per slab (true) or into one launch (false) for a scope.
-struct slab_mode {
-  std::size_t old;
-  explicit slab_mode(bool per_slab)
-      : old(vox::set_reduction_slab_bytes(per_slab ? 0 : std::numeric_limits<std::size_t>::max())) {
-  }
-  ~slab_mode() { vox::set_reduction_slab_bytes(old); }
-  slab_mode(const slab_mode&) = delete;
-  slab_mode& operator=(const slab_mode&) = delete;
-};
+/// The slab policy that makes whole-volume reductions per slab (true: a slab on every stream)
+/// or one launch (false: no volume of these tests pays for a second slab).
+vox::slab_policy slab_mode(bool per_slab) {
+  return per_slab ? vox::slab_policy::every_stream() : vox::slab_policy{};
+}
 
 std::vector<stream_case> stream_cases() {
   std::vector<stream_case> v;
@@ -358,14 +353,15 @@ std::vector<stream_case> stream_cases() {
 class ReduceStreams : public ::testing::TestWithParam<stream_case> {};
 
 TEST_P(ReduceStreams, ReductionsAfterAPerSlabProducer) {
-  const slab_mode mode(GetParam().per_slab);
   vox::stream_set_options o;
   o.mapping = GetParam().mapping;
+  o.policy = vox::slab_policy::every_stream();  // the producer: a slab on every stream
   vox::stream_set s(GetParam().streams, o);
   const auto h = random_values<float>(odd.voxels(), 17);
   const auto in = make_volume(s, odd, h);
   vox::volume<float> doubled(s, odd, -1.0f);
   vox::add(s, in, in, doubled);  // per slab, on every stream of the set
+  s.set_policy(slab_mode(GetParam().per_slab));  // the reductions: per slab or whole
   std::vector<float> w(h.size());
   for (std::size_t i = 0; i < h.size(); ++i) w[i] = h[i] + h[i];
   const reference<float> ref(w);
@@ -395,13 +391,6 @@ INSTANTIATE_TEST_SUITE_P(Sets, ReduceStreams, ::testing::ValuesIn(stream_cases()
                                   (i.param.per_slab ? "_per_slab" : "_whole");
                          });
 
-TEST(ReduceSlabBytes, SetReturnsThePreviousThreshold) {
-  const std::size_t def = vox::reduction_slab_bytes();
-  EXPECT_EQ(def, std::size_t{64} << 20);
-  EXPECT_EQ(vox::set_reduction_slab_bytes(123), def);
-  EXPECT_EQ(vox::reduction_slab_bytes(), 123u);
-  EXPECT_EQ(vox::set_reduction_slab_bytes(def), 123u);
-}
 
 // --- handles and ordering -------------------------------------------------------------------------
 

@@ -171,7 +171,9 @@ TEST(graph, host_backend_has_no_nodes) {
 // ---------------------------------------------------------------------------- CUDA graphs
 
 TEST(graph_cuda, ledgers_point_after_the_replay) {
-  vox::stream_set s(4);
+  vox::stream_set_options so;
+  so.policy = vox::slab_policy::every_stream();  // a slab per stream, however small the volume
+  vox::stream_set s(4, so);
   volf a(s, ext, 1.0f);
   volf b(s, ext, 0.0f);
   vox::graph g = vox::capture(

@@ -55,11 +55,20 @@ TEST(timeline, only_one_records_at_a_time) {
   EXPECT_THROW(vox::profile::timeline e, vox::invalid_argument);
 }
 
+namespace {
+/// A set whose ops take a slab per stream, however small the volume (the tests count slabs).
+vox::stream_set slab_set(std::size_t n) {
+  vox::stream_set_options o;
+  o.policy = vox::slab_policy::every_stream();
+  return vox::stream_set(n, o);
+}
+}  // namespace
+
 #if VOX_BACKEND_HOST
 // ---------------------------------------------------------------------------- host backend
 
 TEST(timeline_host, records_each_slab_of_each_op) {
-  vox::stream_set s(4);
+  vox::stream_set s = slab_set(4);
   vox::volume<float> a(s, {8, 8, 8});
   vox::volume<float> b(s, {8, 8, 8});
   vox::fill(s, a, 1.0f);  // before the timeline: not recorded
@@ -109,7 +118,7 @@ TEST(timeline_host, records_each_slab_of_each_op) {
 }
 
 TEST(timeline_host, without_a_set_lanes_use_the_ops_stream_index) {
-  vox::stream_set s(2);
+  vox::stream_set s = slab_set(2);
   vox::volume<int> v(s, {4, 4, 4});
   vox::profile::timeline tl;
   vox::fill(s, v, 7);
@@ -121,8 +130,8 @@ TEST(timeline_host, without_a_set_lanes_use_the_ops_stream_index) {
 }
 
 TEST(timeline_host, streams_of_another_set_are_not_labelled) {
-  vox::stream_set s(2);
-  vox::stream_set other(2);
+  vox::stream_set s = slab_set(2);
+  vox::stream_set other = slab_set(2);
   vox::volume<int> v(other, {4, 4, 2});
   vox::profile::timeline tl(s);
   vox::fill(other, v, 7);
@@ -161,7 +170,9 @@ struct seed_result {
 };
 
 seed_result run_seed(std::size_t n, unsigned grid) {
-  vox::stream_set s(slices);
+  vox::stream_set_options direct;
+  direct.per_slice_graphs = false;  // each slice on its own stream, not the automatic graph
+  vox::stream_set s(slices, direct);
   const vox::extent3 e{n, n, slices};
   vox::volume<float> in(s, e, 1.5f);
   vox::volume<float> out(s, e);
@@ -248,7 +259,7 @@ TEST(timeline_cuda, seed_1024x1024_slices_serialise) {
 }
 
 TEST(timeline_cuda, records_copies_and_library_kernels_and_writes_files) {
-  vox::stream_set s(4);
+  vox::stream_set s = slab_set(4);
   const vox::extent3 e{64, 64, 8};
   vox::host_volume<float> h(e);
   for (std::size_t i = 0; i < h.size(); ++i) h.data()[i] = static_cast<float>(i % 97);
@@ -285,7 +296,7 @@ TEST(timeline_cuda, records_copies_and_library_kernels_and_writes_files) {
 }
 
 TEST(timeline_cuda, api_calls_show_the_host_cost_of_each_launch) {
-  vox::stream_set s(4);
+  vox::stream_set s = slab_set(4);
   vox::volume<float> a(s, {64, 64, 8});
   vox::fill(s, a, 0.5f);  // warm-up
   s.synchronize();

@@ -151,6 +151,7 @@ vox::stream_set make_set(std::size_t n, vox::slice_mapping m) {
   vox::stream_set_options o;
   o.mapping = m;
   o.staging_bytes = 64 << 10;
+  o.policy = vox::slab_policy::every_stream();  // a slab per stream even for small volumes
   return vox::stream_set(n, o);
 }
 

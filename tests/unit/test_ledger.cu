@@ -23,6 +23,7 @@ vox::stream_set logged_set(std::size_t n, vox::slice_mapping m = vox::slice_mapp
   vox::stream_set_options o;
   o.log_waits = true;
   o.mapping = m;
+  o.policy = vox::slab_policy::every_stream();  // ops on a slab per stream, as the tests count
   return vox::stream_set(n, o);
 }
 

@@ -259,6 +259,7 @@ TEST(HostVolume, SynchronizeMarksItsTransfersComplete) {
   const std::size_t n = 4;
   vox::stream_set_options o;
   o.log_waits = true;
+  o.policy = vox::slab_policy::every_stream();  // transfers on every stream, however small
   vox::stream_set s(n, o);
   const vox::extent3 e{6, 5, 16};
   const auto data = random_values<std::uint16_t>(e.voxels(), 9);

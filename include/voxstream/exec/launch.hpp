@@ -1,7 +1,8 @@
 /// @file launch.hpp
 /// @brief Launching user code on a stream set under the ledger:
 ///        for_each_voxel (a functor per voxel, once per slab per stream) and, on the CUDA
-///        backend, launch_per_slice (a user __global__ kernel once per slice on its stream).
+///        backend, launch_per_slice (a user __global__ kernel once per slice on its stream, or,
+///        by default, as one cached CUDA graph of per-slice kernel nodes: docs/graphs.md).
 ///
 /// for_each_voxel instantiates a kernel for the user's functor, so on the CUDA backend include
 /// this header from a .cu file compiled by nvcc with --extended-lambda (the voxstream::voxstream
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <initializer_list>
 #include <tuple>
 #include <type_traits>
@@ -110,8 +112,12 @@ void for_each_voxel(stream_set& streams, std::initializer_list<exec::access> acc
                     granularity g = granularity::slab) {
   const std::vector<exec::access> acc(accesses);
   const extent3 e = detail::op_extent(acc, "for_each_voxel");
-  exec::run_op(streams, "for_each_voxel", streams.plan(e.z), acc,
-               [&](stream_view s, const slab& w) {
+  // Per slab: the slab policy's plan for the declared accesses (slabs only where the work pays
+  // for their launches). Per slice: the set's mapping, one launch per slice.
+  exec::run_op(streams, "for_each_voxel",
+               g == granularity::slab ? streams.plan(exec::work_of(acc, "for_each_voxel"))
+                                      : streams.plan(e.z),
+               acc, [&](stream_view s, const slab& w) {
                  if (g == granularity::slab) {
                    detail::for_each_voxel_range(s, f, e.x, e.y, w.z0, w.z1);
                  } else {
@@ -144,6 +150,11 @@ template <class T>
 struct is_access<typed_access<T>> : std::true_type {};
 template <class T>
 struct is_access<slice_ptr_t<T>> : std::true_type {};
+
+template <class A>
+struct is_slice_ptr : std::false_type {};
+template <class T>
+struct is_slice_ptr<slice_ptr_t<T>> : std::true_type {};
 
 template <class T>
 exec::access access_of(const typed_access<T>& a) {
@@ -181,7 +192,123 @@ void launch_one(void (*kernel)(KArgs...), dim3u grid, dim3u block, std::size_t s
   launch_kernel(reinterpret_cast<const void*>(kernel), grid, block, ptrs, smem, s,
                 "launch_per_slice");
 }
+
+// ---- launch_per_slice as one cached CUDA graph (src/exec/slice_graph.cpp) ----
+
+/// @brief Where each kernel parameter lies in a slice's record of packed arguments: the bytes
+///        cudaLaunchKernel would copy for it, at an offset aligned for its type.
+template <std::size_t N>
+struct packed_layout {
+  std::size_t sizes[N == 0 ? 1 : N]{};
+  std::size_t offsets[N == 0 ? 1 : N]{};
+  std::size_t stride{0};  ///< bytes per slice record (a multiple of the widest alignment)
+};
+
+template <class... P>
+constexpr packed_layout<sizeof...(P)> packed_layout_of() {
+  packed_layout<sizeof...(P)> l{};
+  const std::size_t size[] = {sizeof(P)..., std::size_t{0}};
+  const std::size_t align[] = {alignof(P)..., std::size_t{1}};
+  std::size_t end = 0, widest = 1;
+  for (std::size_t i = 0; i < sizeof...(P); ++i) {
+    const std::size_t off = (end + align[i] - 1) / align[i] * align[i];
+    l.sizes[i] = size[i];
+    l.offsets[i] = off;
+    end = off + size[i];
+    widest = align[i] > widest ? align[i] : widest;
+  }
+  l.stride = (end + widest - 1) / widest * widest;
+  return l;
+}
+
+/// @brief Writes every slice's record: slice z's at out + z * stride.
+using pack_slices_fn = void (*)(const void* args, std::size_t slices, std::size_t stride,
+                                const std::size_t* offsets, unsigned char* out);
+
+/// @brief A launch_per_slice op with its kernel's type erased: the configuration, the layout of
+///        a slice's packed arguments, and the function that packs them.
+struct slice_launch {
+  const void* kernel{nullptr};
+  dim3u grid{};
+  dim3u block{};
+  std::size_t smem{0};
+  std::size_t slices{0};
+  std::size_t params{0};
+  const std::size_t* sizes{nullptr};
+  const std::size_t* offsets{nullptr};
+  std::size_t stride{0};
+  pack_slices_fn pack{nullptr};
+  const void* args{nullptr};  ///< what `pack` reads (the caller's arguments)
+};
+
+template <class... P>
+struct type_list {};
+
+template <class P, class A>
+void pack_one(unsigned char* to, const A& arg, std::size_t z) {
+  const P value = static_cast<P>(kernel_arg(arg, z));
+  std::memcpy(to, static_cast<const void*>(&value), sizeof(P));
+}
+
+template <class... P, class... Args, std::size_t... I>
+void pack_slice(type_list<P...>, std::index_sequence<I...>, unsigned char* record,
+                const std::size_t* offsets, std::size_t z, const Args&... args) {
+  (void)record, (void)offsets, (void)z;
+  (pack_one<P>(record + offsets[I], args, z), ...);
+}
+
+/// @brief pack_slices_fn for kernel parameters P... and launch_per_slice arguments Args...,
+///        which `args` points to as a std::tuple<const Args&...>.
+template <class PList, class... Args>
+struct slice_packer;
+template <class... P, class... Args>
+struct slice_packer<type_list<P...>, Args...> {
+  static void pack(const void* args, std::size_t slices, std::size_t stride,
+                   const std::size_t* offsets, unsigned char* out) {
+    const auto& a = *static_cast<const std::tuple<const Args&...>*>(args);
+    for (std::size_t z = 0; z < slices; ++z) {
+      std::apply(
+          [&](const Args&... each) {
+            pack_slice(type_list<P...>{}, std::index_sequence_for<P...>{}, out + z * stride,
+                       offsets, z, each...);
+          },
+          a);
+    }
+  }
+};
+
+template <class... P>
+inline constexpr packed_layout<sizeof...(P)> packed_layout_v = packed_layout_of<P...>();
+
+/// @brief Whether launch_per_slice takes the graph path: options().per_slice_graphs is set,
+///        `slices` >= per_slice_graph_min_slices, the accesses keep the slices independent (no
+///        whole-volume write, no written volume passed both as slice_ptr and as a
+///        plain pointer; `sliced[i]` says whether access i is a slice_ptr), and neither the
+///        calling thread (vox::capture) nor the set's stream 0 is being captured.
+bool use_slice_graph(const stream_set& streams, const std::vector<exec::access>& acc,
+                     const std::vector<unsigned char>& sliced, std::size_t slices);
+
+/// @brief Launches `l` on `s` as the set's cached graph of l.slices independent kernel nodes:
+///        built on first use, its nodes' arguments updated where they changed. Call only under
+///        the set's lock (inside run_op's enqueue). Asynchronous.
+void launch_slice_graph(stream_set& streams, stream_view s, const slice_launch& l);
+
+/// @brief Counters of a set's launch_per_slice graph cache (for tests and diagnostics).
+struct slice_graph_stats {
+  std::size_t built{0};          ///< graphs built and instantiated
+  std::size_t updates{0};        ///< launches that first updated changed node arguments
+  std::size_t nodes_updated{0};  ///< kernel nodes whose arguments were updated
+  std::size_t launches{0};       ///< cudaGraphLaunch calls
+  std::size_t evictions{0};      ///< graphs dropped because the cache was full
+  std::size_t cached{0};         ///< graphs held now
+};
+/// @brief The set's graph cache counters. Needs exclusive use of the set, like its counters.
+[[nodiscard]] slice_graph_stats slice_graph_stats_of(stream_set& streams);
 }  // namespace detail
+
+/// @brief Fewest slices for which launch_per_slice uses its cached graph: below this, the
+///        direct launches cost little and a graph (built once per shape) is not worth holding.
+inline constexpr std::size_t per_slice_graph_min_slices = 8;
 
 /// @brief Launches a user `__global__` kernel once per slice z, on the stream that slice maps to,
 ///        with grid `grid` and block `block`. Arguments made by vox::read / vox::write become the
@@ -190,18 +317,50 @@ void launch_one(void (*kernel)(KArgs...), dim3u grid, dim3u block, std::size_t s
 ///        launches against other ops through the ledger (per slice, halo included).
 ///        Asynchronous. vox::occupancy(kernel, grid, block, smem) tells whether such launches
 ///        can overlap at all.
+///
+///        With streams.options().per_slice_graphs (the default) and at least
+///        per_slice_graph_min_slices slices, the launches run instead as one CUDA graph of
+///        independent kernel nodes, launched on stream 0 of the set (which the ledger then counts
+///        as the writer of every slice): the set caches the graph per kernel, configuration,
+///        slice count and argument layout (16 graphs, least recently used dropped), and a later
+///        call only updates the nodes whose arguments changed. The direct launches remain when
+///        the slices may depend on each other (a whole-volume write, a written volume passed both as slice_ptr and as a plain pointer) and inside a capture
+///        (vox::capture, or any capture of stream 0).
 template <class... KArgs, class... Args>
-void launch_per_slice(stream_set& streams, void (*kernel)(KArgs...), dim3u grid,
-                                  dim3u block, std::size_t smem, const Args&... args) {
+void launch_per_slice(stream_set& streams, void (*kernel)(KArgs...), dim3u grid, dim3u block,
+                      std::size_t smem, const Args&... args) {
   static_assert(sizeof...(KArgs) == sizeof...(Args),
                 "launch_per_slice: the number of arguments must match the kernel's parameters");
   std::vector<exec::access> acc;
+  std::vector<unsigned char> sliced;
   (
       [&] {
-        if constexpr (detail::is_access<Args>::value) acc.push_back(detail::access_of(args));
+        if constexpr (detail::is_access<Args>::value) {
+          acc.push_back(detail::access_of(args));
+          sliced.push_back(detail::is_slice_ptr<Args>::value ? 1 : 0);
+        }
       }(),
       ...);
   const extent3 e = detail::op_extent(acc, "launch_per_slice");
+  if (detail::use_slice_graph(streams, acc, sliced, e.z)) {
+    constexpr const auto& layout = detail::packed_layout_v<std::decay_t<KArgs>...>;
+    const std::tuple<const Args&...> packed_args(args...);
+    detail::slice_launch l;
+    l.kernel = reinterpret_cast<const void*>(kernel);
+    l.grid = grid;
+    l.block = block;
+    l.smem = smem;
+    l.slices = e.z;
+    l.params = sizeof...(KArgs);
+    l.sizes = layout.sizes;
+    l.offsets = layout.offsets;
+    l.stride = layout.stride;
+    l.pack = &detail::slice_packer<detail::type_list<std::decay_t<KArgs>...>, Args...>::pack;
+    l.args = &packed_args;
+    exec::run_op(streams, "launch_per_slice", std::vector<slab>{slab{0, 0, e.z}}, acc,
+                 [&](stream_view s, const slab&) { detail::launch_slice_graph(streams, s, l); });
+    return;
+  }
   exec::run_op(streams, "launch_per_slice", streams.plan(e.z), acc,
                [&](stream_view s, const slab& w) {
                  for (std::size_t z = w.z0; z < w.z1; ++z)

@@ -2,7 +2,7 @@
 /// @brief Fixed-bin histograms of a volume into device counts, and percentiles derived from them.
 ///
 /// vox::histogram follows the whole-volume reductions' plan (reduce.hpp): per slab on the slab
-/// streams when slabs are at least vox::reduction_slab_bytes(), otherwise one launch over the
+/// streams where the set's slab policy gives several slabs, otherwise one launch over the
 /// volume on the set's first stream. On CUDA each block keeps a privatised histogram in shared
 /// memory and writes its counts to a partial row (bins above 8192, or partials above 64 MiB,
 /// add into the counts with global atomics instead); then on the first stream, joined by the

@@ -5,12 +5,11 @@
 /// A whole-volume reduction runs in two phases, both under the ledger and with no host wait:
 ///  1. partial reduction into per-block partials (in double, or int64 for integer sums) in a
 ///     scratch array, either
-///     - per slab: on every slab's stream, one launch per slab (when the slabs are at least
-///       vox::reduction_slab_bytes(), 64 MiB by default), or
+///     - per slab: on every slab's stream, one launch per slab, or
 ///     - whole: one launch over the whole volume on the set's first stream, after the ledger
-///       has joined the streams that last wrote `in` (smaller slabs: each per-slab launch costs
-///       a few µs of host time for the launch, its event and the cross-stream waits, which is
-///       as long as ~25 MB take to read on an H200, so small slabs would leave the GPU waiting);
+///       has joined the streams that last wrote `in`,
+///     as the set's slab policy decides (vox::slab_policy, slab_plan.hpp): slabs only where the
+///     volume's read pays for their launches;
 ///  2. on the set's first stream, which the ledger joins to the streams that wrote partials,
 ///     one single-block launch combines them in a fixed order (deterministic) into a device
 ///     result slot; the handle keeps the event recorded after it.
@@ -44,15 +43,6 @@ bool event_done(native_event e, const char* op);
 ///        call it after the event that produced `src` has completed.
 void copy_result_to_host(void* dst, const void* src, std::size_t bytes, const char* op);
 }  // namespace detail
-
-/// @brief Sets the slab size in bytes from which whole-volume reductions, vox::reduce_slices,
-///        vox::histogram and vox::normalize reduce each slab on its own stream (see the file
-///        comment); below it they read the whole volume in one launch on the set's first
-///        stream. 0: always per slab; SIZE_MAX: never. Default 64 MiB. Returns the previous
-///        value. Thread-safe; affects ops enqueued afterwards.
-std::size_t set_reduction_slab_bytes(std::size_t bytes) noexcept;
-/// @brief The current threshold (see vox::set_reduction_slab_bytes).
-[[nodiscard]] std::size_t reduction_slab_bytes() noexcept;
 
 /// @brief The result of an asynchronous reduction: a device slot written on one stream, and the
 ///        event recorded after it. Move-only; not thread-safe (one handle, one thread).
@@ -199,7 +189,7 @@ enum class slice_reduction : std::uint8_t { min, max, sum, mean };
 
 /// @brief out(0, 0, z) = the reduction of slice z of `in`, in double (min/max ignore NaN and
 ///        give ±inf for a slice of only NaNs). Planned as the whole-volume reductions: per
-///        slab on the slab's stream when the slabs are at least vox::reduction_slab_bytes(),
+///        slab on the slab's stream where the set's slab policy gives several slabs,
 ///        otherwise one launch over every slice on the set's first stream. Every slice is split
 ///        into parts reduced by one block each, then one warp per slice merges them in a fixed
 ///        order (deterministic). The partials of all slabs share one scratch allocation on the

@@ -64,7 +64,7 @@ void transform(stream_set& streams, const volume<In>& in, volume<Out>& out, F f)
   expect_same_extent(in.extent(), out.extent(), "transform");
   const extent3 e = in.extent();
   const detail::unary_transform_fn<In, Out, F> fn{in.data(), out.data(), e.x, e.y, f};
-  exec::run_op(streams, "transform", streams.plan(e.z), {read(in), write(out)},
+  exec::run_op(streams, "transform", {read(in), write(out)},
                [&](stream_view s, const slab& w) {
                  detail::for_each_voxel_range(s, fn, e.x, e.y, w.z0, w.z1);
                });
@@ -81,7 +81,7 @@ void transform(stream_set& streams, const volume<A>& a, const volume<B>& b, volu
   expect_same_extent(a.extent(), out.extent(), "transform");
   const extent3 e = a.extent();
   const detail::binary_transform_fn<A, B, Out, F> fn{a.data(), b.data(), out.data(), e.x, e.y, f};
-  exec::run_op(streams, "transform", streams.plan(e.z), {read(a), read(b), write(out)},
+  exec::run_op(streams, "transform", {read(a), read(b), write(out)},
                [&](stream_view s, const slab& w) {
                  detail::for_each_voxel_range(s, fn, e.x, e.y, w.z0, w.z1);
                });
