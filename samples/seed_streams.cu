@@ -224,10 +224,15 @@ timing run_plain(const seed_case& c, std::size_t nstreams, const std::vector<flo
 
 // (iii), (iv): voxstream, vox::launch_per_slice on a set of nstreams streams. Returns the
 // timing; `waits` gets the ledger waits inserted into the timed launches (expected: 0).
+// With `graph`, the launches run as launch_per_slice's cached CUDA graph (the library's
+// default); without it, as one launch per slice on that slice's stream (the seed's experiment).
 timing run_vox(const seed_case& c, std::size_t nstreams, const std::vector<float>& input,
-               bool& ok, std::size_t& waits) {
-  const std::string what = std::string("voxstream, ") + std::to_string(nstreams) + " stream(s)";
-  vox::stream_set streams(nstreams);
+               bool& ok, std::size_t& waits, bool graph = false) {
+  const std::string what = std::string("voxstream, ") + std::to_string(nstreams) + " stream(s)" +
+                           (graph ? ", graph" : "");
+  vox::stream_set_options opts;
+  opts.per_slice_graphs = graph;
+  vox::stream_set streams(nstreams, opts);
   const vox::extent3 e{c.n, c.n, slices};
   vox::volume<float> in(streams, e);
   vox::volume<float> out(streams, e);
@@ -259,7 +264,8 @@ timing run_vox(const seed_case& c, std::size_t nstreams, const std::vector<float
 
 struct case_result {
   timing plain1, plain32, vox1, vox32;
-  std::size_t waits1{0}, waits32{0};
+  timing voxg;  // 1-stream set, launches as the automatic graph
+  std::size_t waits1{0}, waits32{0}, waitsg{0};
   vox::occupancy_report occ;
 };
 
@@ -286,6 +292,7 @@ int run() {
     r.plain32 = run_plain(c, slices, input, ok);
     r.vox1 = run_vox(c, 1, input, ok, r.waits1);
     r.vox32 = run_vox(c, slices, input, ok, r.waits32);
+    r.voxg = run_vox(c, 1, input, ok, r.waitsg, true);
     r.occ = vox::occupancy(simple_copy, vox::dim3u{c.grid, c.grid, 1}, vox::dim3u{32, 32, 1});
     results.push_back(r);
   }
@@ -306,7 +313,12 @@ int run() {
                 cell(r.plain1).c_str(), cell(r.plain32).c_str(), cell(r.vox1).c_str(),
                 cell(r.vox32).c_str(), speedup, diff);
   }
-  std::printf("(vox vs plain: best of 1 and 32 streams each, + means voxstream is slower)\n\n");
+  std::printf("(vox vs plain: best of 1 and 32 streams each, + means voxstream is slower)\n");
+  std::printf("launch_per_slice's automatic graph (the default; one set of 1 stream):\n");
+  for (std::size_t i = 0; i < results.size(); ++i)
+    std::printf("  %-10s %-21s %8.2fx over plain CUDA on 1 stream\n", cases[i].name,
+                cell(results[i].voxg).c_str(), results[i].plain1.min_ms / results[i].voxg.min_ms);
+  std::printf("\n");
 
   std::printf("why (vox::occupancy):\n");
   for (std::size_t i = 0; i < results.size(); ++i)
@@ -327,9 +339,12 @@ int run() {
     print_result(c, "vox32_min_ms", r.vox32.min_ms);
     print_result(c, "vox32_median_ms", r.vox32.median_ms);
     print_result(c, "vox_speedup_1_to_32", r.vox1.min_ms / r.vox32.min_ms);
+    print_result(c, "vox_graph_min_ms", r.voxg.min_ms);
+    print_result(c, "vox_graph_speedup_over_plain1", r.plain1.min_ms / r.voxg.min_ms);
     print_result(c, "plain_speedup_1_to_32", r.plain1.min_ms / r.plain32.min_ms);
     print_result(c, "vox_vs_plain_pct", 100.0 * (vox_best - plain_best) / plain_best);
-    print_result(c, "vox_ledger_waits", static_cast<double>(std::max(r.waits1, r.waits32)));
+    print_result(c, "vox_ledger_waits",
+                 static_cast<double>(std::max({r.waits1, r.waits32, r.waitsg})));
     print_result(c, "blocks_per_launch", static_cast<double>(r.occ.blocks_per_launch));
     print_result(c, "resident_blocks", static_cast<double>(r.occ.resident_blocks));
     print_result(c, "concurrent_launches", static_cast<double>(r.occ.concurrent_launches));

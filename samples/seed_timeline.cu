@@ -54,7 +54,9 @@ struct case_result {
 };
 
 case_result run_case(const seed_case& c, const std::filesystem::path& dir) {
-  vox::stream_set streams(slices);
+  vox::stream_set_options direct;
+  direct.per_slice_graphs = false;  // each slice on its own stream (the seed), not the graph
+  vox::stream_set streams(slices, direct);
   const vox::extent3 e{c.n, c.n, slices};
   std::vector<float> input(e.voxels());
   std::mt19937 rng(1234u + static_cast<unsigned>(c.n));

@@ -1,0 +1,235 @@
+// launch_per_slice as one cached CUDA graph (launch.hpp, slice_graph.hpp). On the host backend
+// there is no launch_per_slice: only stream_set::slice_graphs() exists, over an empty cache.
+#include "slice_graph.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <voxstream/core/error.hpp>
+#include <voxstream/exec/stream_set.hpp>
+
+#include "../detail/cuda_check.hpp"
+
+#if VOX_BACKEND_CUDA
+#include "capture_flag.hpp"
+#endif
+
+namespace vox {
+
+exec::slice_graph_cache& stream_set::slice_graphs() {
+  expect_streams_("launch_per_slice");
+  if (slice_graphs_ == nullptr) slice_graphs_ = std::make_shared<exec::slice_graph_cache>();
+  return *slice_graphs_;
+}
+
+#if VOX_BACKEND_CUDA
+
+namespace {
+constexpr const char* op_name = "launch_per_slice";
+}  // namespace
+
+// ============================================================================ the cache
+
+namespace exec {
+
+struct slice_graph_cache::entry {
+  // Key: what the executable graph's nodes fix (kernel, configuration, node count) and the
+  // layout of a slice's packed arguments.
+  const void* kernel{nullptr};
+  dim3u grid{};
+  dim3u block{};
+  std::size_t smem{0};
+  std::size_t slices{0};
+  std::size_t stride{0};
+  std::vector<std::size_t> sizes;
+  std::vector<std::size_t> offsets;
+
+  cudaGraph_t graph{nullptr};
+  cudaGraphExec_t exec{nullptr};
+  std::vector<cudaGraphNode_t> nodes;  // node z launches slice z
+  std::vector<unsigned char> bytes;    // the arguments the nodes hold: slices * stride
+  std::uint64_t last_use{0};
+
+  entry() = default;
+  entry(const entry&) = delete;
+  entry& operator=(const entry&) = delete;
+  ~entry() {
+    // A graph still running is freed when it completes (cudaGraphExecDestroy does not wait).
+    if (exec != nullptr) VOX_CUDA_LOG(cudaGraphExecDestroy(exec), op_name);
+    if (graph != nullptr) VOX_CUDA_LOG(cudaGraphDestroy(graph), op_name);
+  }
+
+  [[nodiscard]] bool matches(const detail::slice_launch& l) const noexcept {
+    if (kernel != l.kernel || !(grid == l.grid) || !(block == l.block) || smem != l.smem ||
+        slices != l.slices || stride != l.stride || sizes.size() != l.params)
+      return false;
+    for (std::size_t i = 0; i < l.params; ++i)
+      if (sizes[i] != l.sizes[i] || offsets[i] != l.offsets[i]) return false;
+    return true;
+  }
+};
+
+slice_graph_cache::~slice_graph_cache() = default;
+
+namespace {
+
+cudaKernelNodeParams node_params(const detail::slice_launch& l, void** params) {
+  cudaKernelNodeParams p{};
+  p.func = const_cast<void*>(l.kernel);
+  p.gridDim = dim3(l.grid.x, l.grid.y, l.grid.z);
+  p.blockDim = dim3(l.block.x, l.block.y, l.block.z);
+  p.sharedMemBytes = static_cast<unsigned int>(l.smem);
+  p.kernelParams = params;
+  p.extra = nullptr;
+  return p;
+}
+
+// Points params[i] at parameter i of the record at `record`.
+void point_at(std::vector<void*>& params, const detail::slice_launch& l, unsigned char* record) {
+  for (std::size_t i = 0; i < l.params; ++i) params[i] = record + l.offsets[i];
+}
+
+}  // namespace
+
+slice_graph_cache::entry* slice_graph_cache::find_(const detail::slice_launch& l) noexcept {
+  for (auto& e : entries_)
+    if (e->matches(l)) return e.get();
+  return nullptr;
+}
+
+slice_graph_cache::entry& slice_graph_cache::build_(const detail::slice_launch& l) {
+  auto e = std::make_unique<entry>();
+  e->kernel = l.kernel;
+  e->grid = l.grid;
+  e->block = l.block;
+  e->smem = l.smem;
+  e->slices = l.slices;
+  e->stride = l.stride;
+  e->sizes.assign(l.sizes, l.sizes + l.params);
+  e->offsets.assign(l.offsets, l.offsets + l.params);
+  e->nodes.resize(l.slices);
+
+  VOX_CUDA_TRY(cudaGraphCreate(&e->graph, 0), op_name);
+  for (std::size_t z = 0; z < l.slices; ++z) {
+    point_at(params_, l, scratch_.data() + z * l.stride);
+    const cudaKernelNodeParams p = node_params(l, params_.data());
+    VOX_CUDA_TRY(cudaGraphAddKernelNode(&e->nodes[z], e->graph, nullptr, 0, &p), op_name);
+  }
+  VOX_CUDA_TRY(cudaGraphInstantiate(&e->exec, e->graph, 0), op_name);
+
+  if (entries_.size() >= capacity) {
+    const auto oldest = std::min_element(
+        entries_.begin(), entries_.end(),
+        [](const auto& a, const auto& b) { return a->last_use < b->last_use; });
+    entries_.erase(oldest);
+    ++stats_.evictions;
+  }
+  e->bytes.swap(scratch_);  // the nodes hold this call's arguments now
+  entries_.push_back(std::move(e));
+  ++stats_.built;
+  return *entries_.back();
+}
+
+void slice_graph_cache::update_(entry& e, const detail::slice_launch& l) {
+  std::size_t changed = 0;
+  for (std::size_t z = 0; z < l.slices; ++z) {
+    unsigned char* now = scratch_.data() + z * l.stride;
+    if (std::memcmp(now, e.bytes.data() + z * l.stride, l.stride) == 0) continue;
+    point_at(params_, l, now);
+    const cudaKernelNodeParams p = node_params(l, params_.data());
+    // Only later launches see the new arguments; one already enqueued keeps the old ones.
+    VOX_CUDA_TRY(cudaGraphExecKernelNodeSetParams(e.exec, e.nodes[z], &p), op_name);
+    ++changed;
+  }
+  e.bytes.swap(scratch_);
+  ++stats_.updates;
+  stats_.nodes_updated += changed;
+}
+
+void slice_graph_cache::launch(const detail::slice_launch& l, stream_view s) {
+  VOX_EXPECTS(l.slices > 0 && l.pack != nullptr, op_name, "nothing to launch");
+  VOX_EXPECTS(l.smem <= std::numeric_limits<unsigned int>::max(), op_name,
+              "dynamic shared memory of " + std::to_string(l.smem) + " bytes is too large");
+  VOX_EXPECTS(l.stride == 0 || l.slices <= std::numeric_limits<std::size_t>::max() / l.stride,
+              op_name, "the packed arguments overflow");
+  // This call's arguments, zeroed first so that the gaps between parameters compare equal.
+  scratch_.assign(l.slices * l.stride, 0);
+  params_.resize(l.params == 0 ? 1 : l.params);
+  l.pack(l.args, l.slices, l.stride, l.offsets, scratch_.data());
+
+  entry* e = find_(l);
+  if (e == nullptr) {
+    e = &build_(l);
+  } else if (std::memcmp(scratch_.data(), e->bytes.data(), scratch_.size()) != 0) {
+    try {
+      update_(*e, l);
+    } catch (...) {
+      // Some nodes may hold the new arguments and some the old: drop the graph.
+      entries_.erase(std::find_if(entries_.begin(), entries_.end(),
+                                  [&](const auto& p) { return p.get() == e; }));
+      throw;
+    }
+  }
+  e->last_use = ++tick_;
+  VOX_CUDA_TRY(cudaGraphLaunch(e->exec, s.value()), op_name);
+  ++stats_.launches;
+}
+
+detail::slice_graph_stats slice_graph_cache::stats() const noexcept {
+  detail::slice_graph_stats st = stats_;
+  st.cached = entries_.size();
+  return st;
+}
+
+}  // namespace exec
+
+// ============================================================================ detail
+
+namespace detail {
+
+bool use_slice_graph(const stream_set& streams, const std::vector<exec::access>& acc,
+                     const std::vector<unsigned char>& sliced, std::size_t slices) {
+  // A moved-from set (no streams) goes the direct way, where run_op rejects it.
+  if (streams.size() == 0 || !streams.options().per_slice_graphs ||
+      slices < per_slice_graph_min_slices)
+    return false;
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    const exec::access& a = acc[i];
+    // A read with a z halo is fine: run_op rejects a halo read of a volume the op writes, so
+    // the slices stay independent.
+    if (a.whole && a.mode == exec::access_mode::write) return false;
+    if (a.mode != exec::access_mode::write) continue;
+    // A written volume passed both as a slice pointer and as a whole-volume pointer: the
+    // kernel may reach other slices through the latter.
+    bool as_slice = false, as_plain = false;
+    for (std::size_t j = 0; j < acc.size(); ++j) {
+      if (acc[j].data != a.data) continue;
+      (j < sliced.size() && sliced[j] != 0 ? as_slice : as_plain) = true;
+    }
+    if (as_slice && as_plain) return false;
+  }
+  // Inside vox::capture (or any capture of the origin), keep the launches that the capture
+  // records as they are.
+  if (capturing_on_this_thread()) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  VOX_CUDA_TRY(cudaStreamIsCapturing(streams.stream(0).value(), &status), op_name);
+  return status == cudaStreamCaptureStatusNone;
+}
+
+void launch_slice_graph(stream_set& streams, stream_view s, const slice_launch& l) {
+  streams.slice_graphs().launch(l, s);
+}
+
+slice_graph_stats slice_graph_stats_of(stream_set& streams) {
+  return streams.slice_graphs().stats();
+}
+
+}  // namespace detail
+
+#endif  // VOX_BACKEND_CUDA
+
+}  // namespace vox
