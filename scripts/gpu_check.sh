@@ -234,6 +234,12 @@ if ((BENCH)); then
   # The same ops on a one-stream set (the table above is on 32 streams): RESULT lines say which.
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
     step bench_ops_1_stream "$LOG_BENCH" 120 "$BUILD/bench/ops/bench_ops" --streams 1
+  # Issue 17: every op on a 1- and a 32-stream set side by side, on the same inputs, for the
+  # 110 MB uint16 volume (384x448x320; 220 MB as float) and 512^3: device ms, user ms (enqueue +
+  # synchronize) and host enqueue us (RESULT sets / sets_ratio lines), then RESULT sets_summary:
+  # the worst 32/1 ratios and host time against the targets (<= 1.05x, <= 20 us).
+  need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
+    step bench_ops_sets "$LOG_BENCH" 240 "$BUILD/bench/ops/bench_ops" --sets 1,32
   # What the host spends enqueuing a few ops on 32 streams: their CUDA runtime calls, recorded
   # by a timeline with api_calls (RESULT ops_api lines, in the summary).
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
@@ -289,7 +295,7 @@ fi
   echo "==================== gpu_check summary ($((SECONDS - START))s) ===================="
   printf '%s\n' "${STEPS[@]}"
   echo "---- results"
-  grep -h '^RESULT ' "$LOG_SAMPLES" "$LOG_BENCH" 2>/dev/null | grep -vE '^RESULT (ops|sweep) ' ||
+  grep -h '^RESULT ' "$LOG_SAMPLES" "$LOG_BENCH" 2>/dev/null | grep -vE '^RESULT (ops|sweep|sets|sets_ratio) ' ||
     echo "(no RESULT lines)"
   echo "(bench_ops: $(grep -c '^RESULT ops ' "$LOG_BENCH" 2>/dev/null) RESULT ops lines in" \
     "$(basename "$LOG_BENCH"))"

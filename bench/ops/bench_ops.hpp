@@ -4,7 +4,10 @@
 // main.cu times every registered case on 512^3 float32 and uint16 volumes with CUDA events:
 // warm-up, median of >= 20 runs, inputs rotated among several volumes so L2 cannot serve them,
 // and reports ms, GB/s and the fraction of the device-to-device copy bandwidth measured in the
-// same run. `bench_ops --sweep` runs the filter sweep of filter_sweep.cu instead (main.cu's usage).
+// same run. `bench_ops --sweep` runs the filter sweep of filter_sweep.cu instead, and
+// `bench_ops --sets 1,32` every case on sets of several sizes side by side (sets.cu); see
+// main.cu's usage. Families must size everything from ctx.ext and enqueue on *ctx.streams (or a
+// set taken from it at registration): --sets registers them once per set and shape.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -49,6 +52,10 @@ struct context {
 using family_fn = void (*)(context&);
 /// @brief Registers a family at static-initialisation time.
 int register_family(const char* name, family_fn fn);
+/// @brief Runs every registered family on `ctx`: appends their cases to ctx.cases.
+void register_cases(context& ctx);
+/// @brief --filter: true when `filter` is empty or `name` contains one of its '|'-separated parts.
+[[nodiscard]] bool name_selected(const std::string& filter, const std::string& name);
 
 /// @brief Exits with a message when `e` is an error (the harness's own CUDA calls).
 void check(cudaError_t e, const char* what);
@@ -84,6 +91,18 @@ void list_filter_sweep();
 /// @brief Runs the sweep on `set` and prints RESULT sweep lines, then the worst ratio to copy
 ///        of every op family. Blocks the host. Returns 0, or 2 for a bad option.
 int run_filter_sweep(vox::stream_set& set, const sweep_options& o);
+
+/// @brief bench_ops --sets (bench/ops/sets.cu); see main.cu's usage.
+struct sets_options {
+  std::string sets{"1,32"};                        // stream-set sizes, comma-separated
+  std::string shapes{"384x448x320,512x512x512"};  // --shape: x x y x z, comma-separated
+  std::string filter;                              // as --filter of the default mode
+  int reps{20};
+};
+/// @brief Times every selected case on a stream_set of each size, per shape, on the same inputs,
+///        and prints RESULT sets / sets_ratio lines and the summary against issue 17's targets.
+///        Blocks the host. Returns 0, or 2 for a bad option.
+int run_sets(const sets_options& o);
 
 }  // namespace voxbench
 

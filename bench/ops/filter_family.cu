@@ -1,7 +1,7 @@
-// bench_ops family "filters": the filters of include/voxstream/ops/filter.hpp on 512^3 volumes.
-// `bytes` is the floor: the input read once and the output written once (a uint16 input with a
-// float result reads 2 and writes 4 bytes per voxel). Scratch volumes are allocated here, once;
-// the run lambdas only enqueue.
+// bench_ops family "filters": the filters of include/voxstream/ops/filter.hpp on ctx.ext
+// volumes (512^3 by default). `bytes` is the floor: the input read once and the output written
+// once (a uint16 input with a float result reads 2 and writes 4 bytes per voxel). Scratch
+// volumes are allocated here, once; the run lambdas only enqueue.
 #include "bench_ops.hpp"
 
 #include <cstdint>

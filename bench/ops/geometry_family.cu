@@ -1,8 +1,12 @@
-// Geometry ops on 512^3 float32 and uint16: downsample 2x, trilinear resize to 384^3,
-// transposes (x<->y, x<->z), crop to 448^3 and pad to 528^3. Outputs are allocated here, once,
-// and kept alive by the cases' closures. bytes = input bytes read + output bytes written.
+// Geometry ops on ctx.ext float32 and uint16 volumes (512^3 by default): downsample 2x,
+// trilinear resize to 3/4 of every axis (384^3), transposes (x<->y, x<->z), crop of 32 voxels
+// off every side (448^3) and pad by 8 (528^3). Names carry the output size of a cube, the output
+// extent otherwise. Outputs are allocated here, once, and kept alive by the cases' closures.
+// bytes = input bytes read + output bytes written.
 #include "bench_ops.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -17,6 +21,12 @@ const vox::volume<T>& input(const voxbench::context& ctx, int i) {
     return ctx.f32(i);
   else
     return ctx.u16(i);
+}
+
+// "384" for a cube, "288x336x240" otherwise.
+std::string size_name(const vox::extent3& e) {
+  if (e.x == e.y && e.y == e.z) return std::to_string(e.x);
+  return std::to_string(e.x) + "x" + std::to_string(e.y) + "x" + std::to_string(e.z);
 }
 
 template <class T>
@@ -34,25 +44,34 @@ void add_geometry_cases(voxbench::context& ctx, const std::string& dtype) {
              }});
   }
   {
-    auto out = std::make_shared<vox::volume<T>>(s, vox::extent3{384, 384, 384});
-    ctx.add({"resize 384", dtype, in_bytes + bytes_of(out->extent()),
+    auto three_quarters = [](std::size_t n) { return std::max<std::size_t>(1, n * 3 / 4); };
+    const vox::extent3 re{three_quarters(e.x), three_quarters(e.y), three_quarters(e.z)};
+    auto out = std::make_shared<vox::volume<T>>(s, re);
+    ctx.add({"resize " + size_name(re), dtype, in_bytes + bytes_of(out->extent()),
              [&ctx, out](int i) { vox::resize(*ctx.streams, input<T>(ctx, i), *out); }});
   }
   {
-    // 512^3 cubes keep their extent under any permutation: reuse a same-size output.
-    auto out = std::make_shared<vox::volume<T>>(s, e);
-    ctx.add({"transpose xy", dtype, 2 * in_bytes, [&ctx, out](int i) {
-               vox::permute(*ctx.streams, input<T>(ctx, i), *out, {1, 0, 2});
+    // A cube keeps its extent under any permutation: one same-size output serves both.
+    const vox::axis_permutation xy{1, 0, 2}, xz{2, 1, 0};
+    auto out_xy = std::make_shared<vox::volume<T>>(s, vox::permuted_extent(e, xy));
+    auto out_xz = vox::permuted_extent(e, xz) == out_xy->extent()
+                      ? out_xy
+                      : std::make_shared<vox::volume<T>>(s, vox::permuted_extent(e, xz));
+    ctx.add({"transpose xy", dtype, 2 * in_bytes, [&ctx, out_xy, xy](int i) {
+               vox::permute(*ctx.streams, input<T>(ctx, i), *out_xy, xy);
              }});
-    ctx.add({"transpose xz", dtype, 2 * in_bytes, [&ctx, out](int i) {
-               vox::permute(*ctx.streams, input<T>(ctx, i), *out, {2, 1, 0});
+    ctx.add({"transpose xz", dtype, 2 * in_bytes, [&ctx, out_xz, xz](int i) {
+               vox::permute(*ctx.streams, input<T>(ctx, i), *out_xz, xz);
              }});
   }
   {
-    const vox::extent3 box{448, 448, 448};
+    // 32 voxels off every side (fewer on an axis shorter than 128: a quarter of it).
+    auto margin = [](std::size_t n) { return std::min<std::size_t>(32, n / 4); };
+    const vox::extent3 off{margin(e.x), margin(e.y), margin(e.z)};
+    const vox::extent3 box{e.x - 2 * off.x, e.y - 2 * off.y, e.z - 2 * off.z};
     auto out = std::make_shared<vox::volume<T>>(s, box);
-    ctx.add({"crop 448", dtype, 2 * bytes_of(box), [&ctx, out](int i) {
-               vox::crop(*ctx.streams, input<T>(ctx, i), *out, {32, 32, 32});
+    ctx.add({"crop " + size_name(box), dtype, 2 * bytes_of(box), [&ctx, out, off](int i) {
+               vox::crop(*ctx.streams, input<T>(ctx, i), *out, off);
              }});
   }
   {

@@ -4,6 +4,7 @@
 //        bench_ops --sweep [--sweep-shapes XxYxZ,...] [--sweep-types u8,u16,f32]
 //                  [--sweep-ops NAME,...] [--sweep-cap-ms MS] [--reps N] [--streams N]
 //        bench_ops --sweep-list
+//        bench_ops --sets 1,32 [--shape XxYxZ,...] [--filter SUBSTRING[|...]] [--reps N]
 // --sweep: the filter sweep of issue 16 (bench/ops/filter_sweep.cu) instead of the cases below:
 // uniform, grey_erosion and grey_dilation of sizes 3, 5, 7, 9 in 3D and per slice (2D),
 // gaussian sigma 1, 2, 4 and (x, y, z) = (1, 1, 3), median 3 and 5, on uint8, uint16 and float
@@ -32,6 +33,24 @@
 // Quicker subset (one shape, float, the fast ops):
 //   build/cuda/bench/ops/bench_ops --sweep --sweep-shapes 512x512x300 --sweep-types f32
 //       --sweep-ops box,minmax,gaussian,median_size=3        (one command line)
+// --sets: issue 17's stream-count check (bench/ops/sets.cu). Per shape (default 384x448x320, the
+// 110 MB uint16 volume of the issue (220 MB as float), and 512x512x512; --shape overrides, "N^3"
+// is a cube), the inputs are made once (3 of each type, as below) and every case is registered on
+// a stream_set of each size in the list (outputs and scratch per set) and timed on each, one case
+// at a time, the sets in turn: device ms (events, median, as below), host_us (median host enqueue
+// time, same runs) and user_ms (host wall clock of the enqueue + set.synchronize(), 3 warm-ups
+// then the median of --reps; host_us_synced is the enqueue part of those runs). Prints
+//   RESULT sets <case> <dtype> shape=XxYxZ streams=N ms=.. user_ms=.. host_us=.. host_us_synced=..
+// per case and set, then per case (with 2 or more sizes; "1" and "32" are the smallest and the
+// largest size of the list)
+//   RESULT sets_ratio <case> <dtype> shape=.. ms_1=.. ms_32=.. ratio=.. user_ratio=..
+//          host_us_max=.. MB=.. counted=0|1
+// where ratio = ms_32 / ms_1, user_ratio the same of user_ms and host_us_max the largest host_us
+// of every size, and last "RESULT sets_summary": the worst ratio, user_ratio and host_us_max of
+// the counted cases (input volume >= 32 MB) against the targets (<= 1.05, <= 20 us) and how many
+// miss each. Smaller volumes are reported, not counted. ~1 minute on an H200.
+//   build/cuda/bench/ops/bench_ops --sets 1,32
+//   build/cuda/bench/ops/bench_ops --sets 1,8,32 --shape 384x448x320 --filter "median|sum"
 // --api: after timing each case, runs it once more under a vox::profile::timeline that records
 // the CUDA runtime calls, and prints a "RESULT ops_api" line: the host time of the calls and
 // the three that took longest (what the host spends enqueuing the op).
@@ -115,6 +134,23 @@ int register_family(const char* name, family_fn fn) {
   families().emplace_back(name, fn);
   return 0;
 }
+
+void register_cases(context& ctx) {
+  for (auto& [name, fn] : families()) fn(ctx);
+}
+
+bool name_selected(const std::string& filter, const std::string& name) {
+  // "a|b": names that contain a or b.
+  if (filter.empty()) return true;
+  for (std::size_t p = 0;;) {
+    const std::size_t bar = filter.find('|', p);
+    const std::string w =
+        filter.substr(p, bar == std::string::npos ? std::string::npos : bar - p);
+    if (name.find(w) != std::string::npos) return true;
+    if (bar == std::string::npos) return false;
+    p = bar + 1;
+  }
+}
 }  // namespace voxbench
 
 int main(int argc, char** argv) {
@@ -124,7 +160,9 @@ int main(int argc, char** argv) {
   int n_streams = 32;
   bool api = false;
   bool sweep = false;
+  bool sets = false;
   sweep_options so;
+  sets_options sto;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--api") api = true;
@@ -140,6 +178,15 @@ int main(int argc, char** argv) {
     else if (a == "--sweep-types" && i + 1 < argc) so.types = argv[++i];
     else if (a == "--sweep-ops" && i + 1 < argc) so.ops = argv[++i];
     else if (a == "--sweep-cap-ms" && i + 1 < argc) so.cap_ms = std::max(1.0, std::atof(argv[++i]));
+    else if (a == "--sets" && i + 1 < argc) {
+      sets = true;
+      sto.sets = argv[++i];
+    } else if (a == "--shape" && i + 1 < argc) sto.shapes = argv[++i];
+  }
+  if (sets) {
+    sto.filter = filter;
+    sto.reps = reps;
+    return run_sets(sto);
   }
   if (sweep) {
     so.max_reps = reps;
@@ -201,22 +248,9 @@ int main(int argc, char** argv) {
   std::printf("%-34s %-4s %9.3f ms  (join, no op)\n", "timing harness", "-", empty_ms);
   std::printf("RESULT ops harness_empty - ms=%.4f streams=%d\n", empty_ms, n_streams);
 
-  for (auto& [name, fn] : families()) fn(ctx);
-  // --filter "a|b": cases whose name contains a or b.
-  std::vector<std::string> wanted;
-  for (std::size_t p = 0; !filter.empty();) {
-    const std::size_t bar = filter.find('|', p);
-    wanted.push_back(filter.substr(p, bar == std::string::npos ? std::string::npos : bar - p));
-    if (bar == std::string::npos) break;
-    p = bar + 1;
-  }
-  auto selected = [&](const std::string& name) {
-    return wanted.empty() || std::any_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
-             return name.find(w) != std::string::npos;
-           });
-  };
+  register_cases(ctx);
   for (const auto& c : ctx.cases) {
-    if (!selected(c.name)) continue;
+    if (!name_selected(filter, c.name)) continue;
     const float ms = t.median(reps, c.run);
     const double gbps = c.bytes / (ms * 1e6);
     std::printf("%-34s %-4s %9.3f ms %8.1f GB/s  %5.1f%% of copy\n", c.name.c_str(),

@@ -1,5 +1,5 @@
 // bench_ops family "reductions": whole-volume reductions, histogram, projections and the
-// elementwise conversions, on 512^3 float32 and uint16 (see bench_ops.hpp). Every run only
+// elementwise conversions, on ctx.ext float32 and uint16 (see bench_ops.hpp). Every run only
 // enqueues: result handles are dropped unread (their slots are freed stream-ordered).
 #include "bench_ops.hpp"
 
