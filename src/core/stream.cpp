@@ -59,6 +59,12 @@ int current_device(const char* op) {
   VOX_CUDA_TRY(cudaGetDevice(&d), op);
   return d;
 }
+bool stream_idle(native_stream s, const char* op) {
+  const cudaError_t r = cudaStreamQuery(s);
+  if (r == cudaErrorNotReady) return false;
+  VOX_CUDA_TRY(r, op);
+  return true;
+}
 double memory_gbps(int device, const char* op) {
   static std::mutex mutex;
   static std::vector<double> cache;
@@ -86,6 +92,7 @@ void stream_wait_event(native_stream, native_event, const char*) {}
 void event_synchronize(native_event, const char*) {}
 int current_device(const char*) { return 0; }
 double memory_gbps(int, const char*) { return 20.0; }
+bool stream_idle(native_stream, const char*) { return true; }
 #endif
 
 }  // namespace detail

@@ -114,10 +114,16 @@ slice_graph_cache::entry& slice_graph_cache::build_(const detail::slice_launch& 
   e->nodes.resize(l.slices);
 
   VOX_CUDA_TRY(cudaGraphCreate(&e->graph, 0), op_name);
+  // Slice z follows slice z - chains: the graph is `chains` independent chains, as a capture of
+  // per-slice launches on that many streams would record. 4096 independent root nodes took
+  // 0.95 µs per slice to replay on an H200, against 0.20 µs for 32 captured chains.
+  const std::size_t chains = std::min(l.slices, slice_graph_chains);
   for (std::size_t z = 0; z < l.slices; ++z) {
     point_at(params_, l, scratch_.data() + z * l.stride);
     const cudaKernelNodeParams p = node_params(l, params_.data());
-    VOX_CUDA_TRY(cudaGraphAddKernelNode(&e->nodes[z], e->graph, nullptr, 0, &p), op_name);
+    const cudaGraphNode_t* dep = z >= chains ? &e->nodes[z - chains] : nullptr;
+    VOX_CUDA_TRY(cudaGraphAddKernelNode(&e->nodes[z], e->graph, dep, dep != nullptr ? 1 : 0, &p),
+                 op_name);
   }
   VOX_CUDA_TRY(cudaGraphInstantiate(&e->exec, e->graph, 0), op_name);
 

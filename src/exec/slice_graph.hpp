@@ -18,6 +18,9 @@
 
 namespace vox::exec {
 
+/// Independent chains of a launch_per_slice graph: slice z follows slice z - chains.
+inline constexpr std::size_t slice_graph_chains = 32;
+
 #if VOX_BACKEND_CUDA
 class slice_graph_cache {
  public:

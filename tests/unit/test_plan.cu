@@ -167,7 +167,10 @@ constexpr double gbps = 4000.0;  // 4 TB/s: 1 µs moves 4 MB
 }  // namespace
 
 TEST(SlabPolicy, SlabsFollowTheWorkNotTheStreamCount) {
-  const vox::slab_policy p;  // 128 µs per slab at least
+  vox::slab_policy p;
+  // The default: device ops of the library's typical volumes are one slab.
+  EXPECT_EQ(vox::exec::slab_limit(device_work(512, 2.0 * 512 * 512 * 4, 0, 1, 4.0), p, gbps), 1u);
+  p.min_slab_us = 128.0;  // 128 µs per slab at least
   // 110 MB read and written (220 MB): 55 µs at 4 TB/s, one slab on 1 or 32 streams.
   const auto small = device_work(320, 220e6 / 320);
   EXPECT_EQ(vox::exec::slab_limit(small, p, gbps), 1u);
@@ -199,9 +202,14 @@ TEST(SlabPolicy, HostLinkTrafficGetsMoreSlabs) {
   // 110 MB over a 25 GB/s link: 4.4 ms, enough for every stream of a 32-stream set.
   vox::exec::work w = device_work(320, 110e6 / 320);
   w.kind = vox::exec::traffic::link;
-  const vox::slab_policy p;
+  vox::slab_policy p;
+  p.min_slab_us = 128.0;
   EXPECT_EQ(vox::make_plan(w, 32, vox::slice_mapping::contiguous, p, gbps),
             vox::make_plan(320, 32, vox::slice_mapping::contiguous));
+  // The default (1 ms per slab): still 4 slabs, on every eighth stream.
+  const auto four = vox::make_plan(w, 32, vox::slice_mapping::contiguous, vox::slab_policy{}, gbps);
+  ASSERT_EQ(four.size(), 4u) << show(four);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(four[i].stream, 8 * i);
   EXPECT_NEAR(vox::exec::work_us(w, p.link_gbps), 4400.0, 1.0);
 }
 

@@ -43,9 +43,12 @@ struct slab {
 
 /// @brief How many slabs an op gets (see the file comment). One per stream set.
 struct slab_policy {
-  /// Shortest slab worth its own launch, in µs of device time: 32 times the ~4 µs that a slab
-  /// costs (launch, event record, ledger update; measured on an H200). 0: no launch bound.
-  double min_slab_us{128.0};
+  /// Shortest slab worth its own launch, in µs of device time. A slab costs the host about
+  /// 4 µs (launch, event record, ledger update; measured on an H200): at 1 ms per slab the
+  /// host spends under 0.5% of the device time, an op of the library stays one slab up to 2 ms
+  /// of work (so that its host time does not grow with the stream count), and transfers over
+  /// the host link, 100 times slower, still spread over a set. 0: no launch bound.
+  double min_slab_us{1000.0};
   /// Halo slices re-read by all slabs together, at most this fraction of the op's slices.
   double max_halo_fraction{0.125};
   /// Device memory bandwidth in GB/s; 0: 85% of the device's peak (its memory clock and bus

@@ -143,7 +143,8 @@ class stream_set {
   [[nodiscard]] std::size_t stream_for_slice(std::size_t z, std::size_t slices) const;
 
   /// @brief Blocks the host until all work enqueued so far on every stream has completed. It
-  ///        records one event per stream and waits on those events only (no device-wide sync).
+  ///        records one event on each stream that ran an op since its last known completion, or
+  ///        that cudaStreamQuery finds busy, and waits on those events only (no device-wide sync).
   ///        Afterwards the ledger knows that every earlier event is complete: no more waits on them.
   ///        Thread-safe; does not hold the set's lock while it waits.
   void synchronize();
