@@ -6,7 +6,7 @@
 #include <vector>
 
 #include <voxstream/core/error.hpp>
-#include <voxstream/exec/access.hpp>
+#include <voxstream/volume/access.hpp>
 
 #include "../detail/cuda_check.hpp"
 #include "../detail/staging.hpp"
