@@ -7,12 +7,14 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/core/extent.hpp>
 #include <voxstream/core/stream.hpp>
-#include <voxstream/exec/access.hpp>
 #include <voxstream/exec/grid.hpp>
 #include <voxstream/exec/ledger.hpp>
 #include <voxstream/exec/occupancy.hpp>
 #include <voxstream/exec/stream_set.hpp>
+#include <voxstream/io/format.hpp>
 #include <voxstream/io/host_volume.hpp>
+#include <voxstream/io/png.hpp>
+#include <voxstream/io/stream_process.hpp>
 #include <voxstream/io/transfer.hpp>
 #include <voxstream/ops/border.hpp>
 #include <voxstream/ops/elementwise.hpp>
@@ -21,7 +23,5 @@
 #include <voxstream/ops/histogram.hpp>
 #include <voxstream/ops/projection.hpp>
 #include <voxstream/ops/reduce.hpp>
-#include <voxstream/io/format.hpp>
-#include <voxstream/io/png.hpp>
-#include <voxstream/io/stream_process.hpp>
 #include <voxstream/volume.hpp>
+#include <voxstream/volume/access.hpp>

@@ -15,13 +15,13 @@
 
 #include <voxstream/core/error.hpp>
 #include <voxstream/core/stream.hpp>
-#include <voxstream/exec/access.hpp>
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/io/stream_process.hpp>
 #include <voxstream/io/transfer.hpp>
 #include <voxstream/memory/device_buffer.hpp>
 #include <voxstream/ops/histogram.hpp>
 #include <voxstream/ops/reduce.hpp>
+#include <voxstream/volume/access.hpp>
 
 #include "../detail/cuda_check.hpp"
 #include "../detail/devices.hpp"

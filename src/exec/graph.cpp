@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -14,14 +15,23 @@
 
 #include "../detail/cuda_check.hpp"
 #include "capture_flag.hpp"
-
-#if VOX_BACKEND_CUDA
-#include <voxstream/profile/timeline.hpp>
-
-#include "../profile/cupti_hub.hpp"
-#endif
+#include "capture_watch.hpp"
 
 namespace vox {
+
+// ============================================================================ capture watch
+
+namespace {
+std::atomic<exec::detail::capture_watch_factory> installed_capture_watch{nullptr};
+}  // namespace
+
+void exec::detail::set_capture_watch(capture_watch_factory f) noexcept {
+  installed_capture_watch.store(f, std::memory_order_release);
+}
+
+exec::detail::capture_watch_factory exec::detail::capture_watch() noexcept {
+  return installed_capture_watch.load(std::memory_order_acquire);
+}
 
 // ============================================================================ graph
 
@@ -75,64 +85,43 @@ bool same_binding(const std::vector<detail::bound_volume>& a,
 #if VOX_BACKEND_CUDA
 // ---------------------------------------------------------------------------- CUDA capture
 
-bool is_capture_error(int e) {
-  return e >= static_cast<int>(cudaErrorStreamCaptureUnsupported) &&
-         e <= static_cast<int>(cudaErrorStreamCaptureWrongThread);
-}
-
-// Watches the runtime calls made during a capture (through the process's CUPTI subscriber):
-// the first call that failed with a capture error, and the first call that synchronises or uses
-// a default stream.
-class capture_diagnoser final : public profile::detail::api_listener {
+// The capture watch that profile installed (capture_watch.hpp), if any: the first call that
+// failed with a capture error, and the first call that synchronises or uses a default stream.
+class capture_diagnoser {
  public:
   explicit capture_diagnoser(bool enabled) {
     if (!enabled) return;
+    const exec::detail::capture_watch_factory make = exec::detail::capture_watch();
+    if (make == nullptr) return;
     try {
-      active_ = profile::detail::add_listener(this, profile::detail::listen_scope::all_calls,
-                                              unavailable_);
+      watch_ = make();
     } catch (const std::exception& ex) {
       unavailable_ = ex.what();
     }
   }
-  ~capture_diagnoser() override { stop(); }
-  capture_diagnoser(const capture_diagnoser&) = delete;
-  capture_diagnoser& operator=(const capture_diagnoser&) = delete;
 
   void stop() noexcept {
-    if (active_) profile::detail::remove_listener(this);
-    active_ = false;
+    if (watch_ != nullptr) watch_->stop();
   }
 
-  void on_call(const profile::detail::api_call& c) noexcept override {
-    try {
-      if (c.site == CUPTI_API_ENTER && c.info.cls != profile::detail::call_class::none &&
-          offender_.empty()) {
-        offender_ = profile::detail::api_name(c.domain, c.cbid, c.function);
-        if (c.symbol != nullptr)
-          offender_ += " " + profile::display_name(profile::demangle(c.symbol));
-        if (c.info.has_stream)
-          offender_ += " on the " + profile::detail::stream_name(c.info.stream);
-      }
-      if (c.site == CUPTI_API_EXIT && c.domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
-          is_capture_error(c.result) && failing_.empty()) {
-        failing_ = profile::detail::api_name(c.domain, c.cbid, c.function);
-        failing_error_ = c.result;
-      }
-    } catch (...) {}
+  [[nodiscard]] bool watched() const noexcept { return watch_ != nullptr && watch_->watched(); }
+  [[nodiscard]] const std::string& unavailable() const noexcept {
+    return watch_ != nullptr ? watch_->unavailable() : unavailable_;
   }
-
-  [[nodiscard]] bool watched() const noexcept { return active_; }
-  [[nodiscard]] const std::string& unavailable() const noexcept { return unavailable_; }
-  [[nodiscard]] const std::string& offender() const noexcept { return offender_; }
-  [[nodiscard]] const std::string& failing() const noexcept { return failing_; }
-  [[nodiscard]] int failing_error() const noexcept { return failing_error_; }
+  [[nodiscard]] const std::string& offender() const noexcept {
+    return watch_ != nullptr ? watch_->offender() : none_;
+  }
+  [[nodiscard]] const std::string& failing() const noexcept {
+    return watch_ != nullptr ? watch_->failing() : none_;
+  }
+  [[nodiscard]] int failing_error() const noexcept {
+    return watch_ != nullptr ? watch_->failing_error() : 0;
+  }
 
  private:
-  bool active_{false};
+  std::unique_ptr<exec::detail::capture_watcher> watch_;
   std::string unavailable_;
-  std::string offender_;
-  std::string failing_;
-  int failing_error_{0};
+  std::string none_;
 };
 
 // Watches run_op during a capture, on the capturing thread: which ledgers fn's ops on the set

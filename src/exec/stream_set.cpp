@@ -13,7 +13,7 @@
 #include <voxstream/exec/launch.hpp>
 
 #include "../detail/device_info.hpp"
-#include "../detail/staging.hpp"
+#include "staging.hpp"
 
 namespace vox {
 

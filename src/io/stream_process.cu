@@ -24,8 +24,8 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/core/macros.hpp>
 #include <voxstream/core/stream.hpp>
-#include <voxstream/exec/access.hpp>
 #include <voxstream/memory/stream_allocator.hpp>
+#include <voxstream/volume/access.hpp>
 
 #include <thrust/transform.h>
 

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include <voxstream/core/error.hpp>
-#include <voxstream/exec/access.hpp>
+#include <voxstream/volume/access.hpp>
 
 #include "../detail/cuda_check.hpp"
-#include "../detail/staging.hpp"
+#include "../exec/staging.hpp"
 
 namespace vox {
 
@@ -39,50 +39,6 @@ void expect_nonempty(const V& v, const char* op, const char* which) {
 }
 
 }  // namespace
-
-// --- staging ring ---------------------------------------------------------------------------
-
-stream_set::staging::staging(std::size_t buffers, std::size_t nbytes) : bytes(nbytes) {
-  ring.resize(buffers);
-  try {
-    for (auto& b : ring) b.data = detail::allocate_pinned(nbytes, "stream_set staging");
-  } catch (...) {
-    for (auto& b : ring) detail::free_pinned(b.data);
-    throw;
-  }
-}
-
-stream_set::staging::~staging() {
-  for (auto& b : ring) {
-    if (b.used) {
-      try {
-        b.done.synchronize();
-      } catch (const std::exception& ex) {
-        detail::log_error("stream_set::~stream_set", ex.what());
-      }
-    }
-    detail::free_pinned(b.data);
-  }
-}
-
-stream_set::staging::buffer& stream_set::staging::acquire(const char* op) {
-  buffer& b = ring[next];
-  next = (next + 1) % ring.size();
-  if (b.used) {
-    b.done.synchronize();  // VOX_ALLOW_SYNC: a pageable transfer must reuse its staging buffer
-    b.used = false;
-  }
-  if (b.pending_dst != nullptr) {
-    std::memcpy(b.pending_dst, b.data, b.pending_bytes);
-    b.pending_dst = nullptr;
-  }
-  (void)op;
-  return b;
-}
-
-void stream_set::staging::drain(const char* op) {
-  for (std::size_t i = 0; i < ring.size(); ++i) acquire(op);
-}
 
 /// The slab policy's work of a transfer of `v` over the host link (pageable transfers declare
 /// only the device volume's access).

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include <voxstream/exec/access.hpp>
 #include <voxstream/ops/reduce.hpp>
+#include <voxstream/volume/access.hpp>
 
 #include "detail_common.cuh"
 

@@ -9,8 +9,8 @@
 #include <thrust/fill.h>
 
 #include <voxstream/core/error.hpp>
-#include <voxstream/exec/access.hpp>
 #include <voxstream/exec/launch.hpp>
+#include <voxstream/volume/access.hpp>
 
 #include "detail_common.cuh"
 #include "detail_reduce.cuh"

@@ -15,13 +15,13 @@
 
 #include <voxstream/core/error.hpp>
 #include <voxstream/core/macros.hpp>
-#include <voxstream/exec/access.hpp>
 #include <voxstream/exec/grid.hpp>
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/ops/border.hpp>
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/volume.hpp>
+#include <voxstream/volume/access.hpp>
 
 // Unrolling hint for loops shared by both backends (g++ does not know `#pragma unroll`).
 #if defined(__CUDA_ARCH__)

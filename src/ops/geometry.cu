@@ -6,7 +6,7 @@
 #include <string>
 
 #include <voxstream/core/error.hpp>
-#include <voxstream/exec/access.hpp>
+#include <voxstream/volume/access.hpp>
 
 #include "geometry_kernels.cuh"
 

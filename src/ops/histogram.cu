@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <voxstream/core/error.hpp>
-#include <voxstream/exec/access.hpp>
+#include <voxstream/volume/access.hpp>
 
 #include "detail_common.cuh"
 

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <voxstream/core/error.hpp>
-#include <voxstream/exec/access.hpp>
 #include <voxstream/exec/ledger.hpp>
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/io/transfer.hpp>
@@ -22,6 +21,7 @@
 #include <voxstream/ops/projection.hpp>
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
+#include <voxstream/volume/access.hpp>
 
 #include "test_random.hpp"
 

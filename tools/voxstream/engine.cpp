@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <voxstream/config.hpp>
+#include <voxstream/core/dtype.hpp>
 #include <voxstream/core/error.hpp>
 #include <voxstream/io/host_volume.hpp>
 #include <voxstream/io/stream_process.hpp>
@@ -28,31 +29,6 @@
 namespace vox::cli {
 
 namespace {
-
-template <class T>
-struct tag {
-  using type = T;
-};
-
-/// Calls f(tag<T>{}) for the voxel type T of `t`.
-template <class F>
-decltype(auto) dispatch(dtype t, F&& f) {
-  switch (t) {
-    case dtype::uint8:
-      return f(tag<std::uint8_t>{});
-    case dtype::uint16:
-      return f(tag<std::uint16_t>{});
-    case dtype::int16:
-      return f(tag<std::int16_t>{});
-    case dtype::int32:
-      return f(tag<std::int32_t>{});
-    case dtype::float32:
-      return f(tag<float>{});
-    case dtype::float64:
-    default:
-      return f(tag<double>{});
-  }
-}
 
 dtype type_of(const any_volume& v) { return static_cast<dtype>(v.index()); }
 
@@ -160,7 +136,7 @@ any_volume apply_op(stream_set& s, const op_spec& op, const volume<T>& in) {
       return done(std::move(out));
     }
     case op_kind::convert:
-      return dispatch(op.type, [&](auto t) -> any_volume {
+      return visit_dtype(op.type, [&](auto t) -> any_volume {
         using U = typename decltype(t)::type;
         volume<U> out(s, e);
         convert<T, U>(s, in, out);
@@ -240,7 +216,7 @@ namespace {
 
 io::any_host_volume read_input(const input_spec& in, const io::volume_info& info) {
   if (!in.raw) return io::read_any(in.path);
-  return dispatch(info.type, [&](auto t) -> io::any_host_volume {
+  return visit_dtype(info.type, [&](auto t) -> io::any_host_volume {
     using T = typename decltype(t)::type;
     host_volume<T> h;
     (void)io::read_raw<T>(in.path, *in.raw, h);
@@ -455,9 +431,9 @@ void terminal_slab(stream_set& s, terminal_state& t, const volume<T>& interior, 
     place(s, part, acc_as<P>(t), z0, 0);
   };
   if (mean)
-    rows(tag<R>{});
+    rows(dtype_tag<R>{});
   else
-    rows(tag<T>{});
+    rows(dtype_tag<T>{});
 }
 
 /// The accumulated result of the terminal op, in its final type. Asynchronous.
@@ -485,16 +461,16 @@ inline constexpr bool has_stream_process =
     std::is_same_v<In, Out> || std::is_same_v<Out, float> || std::is_same_v<Out, double> ||
     std::is_same_v<Out, std::uint8_t>;
 
-/// Calls f(tag<Out>{}) with Out the voxel type `want` when stream_process<In, Out> exists, and
-/// double otherwise (every voxel type converts to double and back exactly).
+/// Calls f(dtype_tag<Out>{}) with Out the voxel type `want` when stream_process<In, Out>
+/// exists, and double otherwise (every voxel type converts to double and back exactly).
 template <class In, class F>
 decltype(auto) with_out_type(dtype want, F&& f) {
-  return dispatch(want, [&](auto tg) -> decltype(auto) {
+  return visit_dtype(want, [&](auto tg) -> decltype(auto) {
     using W = typename decltype(tg)::type;
     if constexpr (has_stream_process<In, W>)
-      return f(tag<W>{});
+      return f(dtype_tag<W>{});
     else
-      return f(tag<double>{});
+      return f(dtype_tag<double>{});
   });
 }
 
@@ -681,7 +657,7 @@ run_result run_streamed(const run_options& opt, const io::volume_info& full_info
                  : opt.label;
 
   if (!last) {
-    dispatch(chain_t, [&](auto tg) {
+    visit_dtype(chain_t, [&](auto tg) {
       using F = typename decltype(tg)::type;
       io::write_options wo;
       wo.spacing = g_final.spacing;
@@ -710,7 +686,7 @@ run_result run_streamed(const run_options& opt, const io::volume_info& full_info
     const stream_report rep =
         stream_pass<In, In>(opt, info, chain, &term, sink, depth, s, label, zwin);
     r.slabs = rep.slabs;
-    any_volume res = dispatch(chain_t, [&](auto tg) {
+    any_volume res = visit_dtype(chain_t, [&](auto tg) {
       using T = typename decltype(tg)::type;
       return finish_terminal<T>(s, term);
     });
@@ -753,7 +729,7 @@ run_result execute(const run_options& opt) {
     r.budget = budget;
     return r;
   }
-  run_result r = dispatch(info.type, [&](auto tg) {
+  run_result r = visit_dtype(info.type, [&](auto tg) {
     using In = typename decltype(tg)::type;
     return run_streamed<In>(opt, info, s, budget);
   });
@@ -822,7 +798,7 @@ value_stats stats_as(const input_spec& input, const io::volume_info& info, std::
 
 value_stats file_stats(const input_spec& input, const io::volume_info& info, std::size_t budget,
                        std::size_t streams, progress_mode progress) {
-  return dispatch(info.type, [&](auto tg) {
+  return visit_dtype(info.type, [&](auto tg) {
     using T = typename decltype(tg)::type;
     return stats_as<T>(input, info, budget != 0 ? budget : default_budget(), streams, progress);
   });

@@ -19,10 +19,10 @@
 
 #include <voxstream/core/error.hpp>
 #include <voxstream/core/macros.hpp>
-#include <voxstream/exec/access.hpp>
 #include <voxstream/exec/grid.hpp>
 #include <voxstream/exec/occupancy.hpp>
 #include <voxstream/exec/stream_set.hpp>
+#include <voxstream/exec/typed_access.hpp>
 
 namespace vox {
 

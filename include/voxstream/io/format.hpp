@@ -15,52 +15,12 @@
 #include <variant>
 #include <vector>
 
+#include <voxstream/core/dtype.hpp>
 #include <voxstream/core/error.hpp>
 #include <voxstream/core/extent.hpp>
 #include <voxstream/io/host_volume.hpp>
 
 namespace vox {
-
-/// @brief The voxel types voxstream supports, in the order of vox::io::any_host_volume.
-enum class dtype : std::uint8_t { uint8, uint16, int16, int32, float32, float64 };
-
-/// @brief Bytes per voxel of `t`.
-[[nodiscard]] std::size_t dtype_size(dtype t) noexcept;
-/// @brief "uint8", "uint16", "int16", "int32", "float32" or "float64".
-[[nodiscard]] const char* dtype_name(dtype t) noexcept;
-
-namespace detail {
-template <class T>
-struct dtype_traits;  // only the six voxel types have a dtype
-template <>
-struct dtype_traits<std::uint8_t> {
-  static constexpr dtype value = dtype::uint8;
-};
-template <>
-struct dtype_traits<std::uint16_t> {
-  static constexpr dtype value = dtype::uint16;
-};
-template <>
-struct dtype_traits<std::int16_t> {
-  static constexpr dtype value = dtype::int16;
-};
-template <>
-struct dtype_traits<std::int32_t> {
-  static constexpr dtype value = dtype::int32;
-};
-template <>
-struct dtype_traits<float> {
-  static constexpr dtype value = dtype::float32;
-};
-template <>
-struct dtype_traits<double> {
-  static constexpr dtype value = dtype::float64;
-};
-}  // namespace detail
-
-/// @brief The dtype of voxel type T (a compile error for other types).
-template <class T>
-inline constexpr dtype dtype_of = detail::dtype_traits<T>::value;
 
 namespace io {
 

@@ -8,8 +8,8 @@
 #include <memory>
 
 #include <voxstream/core/extent.hpp>
-#include <voxstream/exec/access.hpp>
 #include <voxstream/exec/ledger.hpp>
+#include <voxstream/volume/access.hpp>
 
 namespace vox {
 

@@ -12,10 +12,10 @@
 
 #include <voxstream/core/error.hpp>
 #include <voxstream/core/macros.hpp>
-#include <voxstream/exec/access.hpp>
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/volume.hpp>
+#include <voxstream/volume/access.hpp>
 
 namespace vox {
 

@@ -1,4 +1,5 @@
-// Internal: the pinned staging buffers of a stream_set, used for pageable transfers.
+// Private to exec (io's transfers use it too): the pinned staging buffers of a stream_set,
+// for pageable transfers. Implemented in src/exec/staging.cpp.
 #pragma once
 
 #include <cstddef>
