@@ -6,6 +6,9 @@
 // outputs and a context are made and every family is registered on it (the cases capture the
 // context and its set, and allocate their scratch on it). Cases are timed one at a time, on
 // every set in turn, so that a drift of the device over the run touches both figures alike. The
+// user figures (enqueue + synchronize, host wall clock) come from a second set of the same size
+// whose raw stream handles nobody takes, as in a program that only calls ops: the event timer
+// forks and joins every stream of its set by handle, which makes synchronize() query them. The
 // ledger orders the reads of the shared inputs after the loader's (complete) writes; every set
 // has its own outputs, so no wait crosses from one timed set to another.
 #include "bench_ops.hpp"
@@ -131,6 +134,17 @@ void make_inputs(vox::stream_set& loader, const vox::extent3& e, inputs& in) {
 
 // One set size: the set, its timer, its outputs and the context its cases were registered on.
 // Members are destroyed in reverse order: the cases (and their scratch) first, the set last.
+/// The cases of one set: its outputs and registered families.
+struct set_cases {
+  std::unique_ptr<vox::stream_set> set;
+  std::unique_ptr<vox::volume<float>> f32_out;
+  std::unique_ptr<vox::volume<std::uint16_t>> u16_out;
+  std::unique_ptr<context> ctx;
+};
+
+/// Per set size, two sets: one timed with events (the timer forks and joins every stream by
+/// its raw handle) and one timed as a user times it, whose raw handles nobody takes (as in a
+/// program that only calls ops and synchronize()).
 struct set_run {
   std::size_t size{0};
   std::unique_ptr<vox::stream_set> set;
@@ -138,6 +152,7 @@ struct set_run {
   std::unique_ptr<vox::volume<float>> f32_out;
   std::unique_ptr<vox::volume<std::uint16_t>> u16_out;
   std::unique_ptr<context> ctx;
+  set_cases user;
 };
 
 struct figures {
@@ -227,13 +242,26 @@ int run_sets(const sets_options& o) {
       r.ctx->u16_out = r.u16_out.get();
       register_cases(*r.ctx);
       r.set->synchronize();
+      r.user.set = std::make_unique<vox::stream_set>(n);
+      r.user.f32_out = std::make_unique<vox::volume<float>>(*r.user.set, e);
+      r.user.u16_out = std::make_unique<vox::volume<std::uint16_t>>(*r.user.set, e);
+      r.user.ctx = std::make_unique<context>();
+      r.user.ctx->streams = r.user.set.get();
+      r.user.ctx->ext = e;
+      r.user.ctx->f32_in = &in.f32;
+      r.user.ctx->u16_in = &in.u16;
+      r.user.ctx->f32_out = r.user.f32_out.get();
+      r.user.ctx->u16_out = r.user.u16_out.get();
+      register_cases(*r.user.ctx);
+      r.user.set->synchronize();
       runs.push_back(std::move(r));
     }
     const std::vector<bench_case>& cases = runs.front().ctx->cases;
     for (const auto& r : runs) {
-      bool same = r.ctx->cases.size() == cases.size();
+      bool same = r.ctx->cases.size() == cases.size() && r.user.ctx->cases.size() == cases.size();
       for (std::size_t c = 0; same && c < cases.size(); ++c)
-        same = r.ctx->cases[c].name == cases[c].name && r.ctx->cases[c].dtype == cases[c].dtype;
+        same = r.ctx->cases[c].name == cases[c].name && r.ctx->cases[c].dtype == cases[c].dtype &&
+               r.user.ctx->cases[c].name == cases[c].name;
       if (!same) {
         std::fprintf(stderr, "bench_ops: --sets: the families registered different cases on a "
                              "set of %zu streams\n", r.size);
@@ -246,7 +274,7 @@ int run_sets(const sets_options& o) {
     for (auto& r : runs) {
       const float empty = r.t->median(reps, [](int) {});
       double enq = 0;
-      const double user = user_ms(*r.set, reps, [](int) {}, enq);
+      const double user = user_ms(*r.user.set, reps, [](int) {}, enq);
       std::printf("%-34s %-4s %-12s %3zu streams %9.4f ms  user %9.4f ms  (no op)\n",
                   "timing harness", "-", shape.c_str(), r.size, static_cast<double>(empty), user);
       std::printf("RESULT sets_harness - shape=%s streams=%zu ms=%.4f user_ms=%.4f\n",
@@ -264,7 +292,7 @@ int run_sets(const sets_options& o) {
         const bench_case& rc = r.ctx->cases[c];
         f[k].ms = r.t->median(reps, rc.run);
         f[k].host_us = r.t->median_host_us;
-        f[k].user_ms = user_ms(*r.set, reps, rc.run, f[k].host_us_synced);
+        f[k].user_ms = user_ms(*r.user.set, reps, r.user.ctx->cases[c].run, f[k].host_us_synced);
         std::printf("%-34s %-4s %-12s %3zu streams %9.4f ms  user %9.4f ms  host %7.1f us\n",
                     bc.name.c_str(), bc.dtype.c_str(), shape.c_str(), r.size, f[k].ms,
                     f[k].user_ms, f[k].host_us);
@@ -300,7 +328,10 @@ int run_sets(const sets_options& o) {
       }
       std::fflush(stdout);
     }
-    for (auto& r : runs) r.set->synchronize();
+    for (auto& r : runs) {
+      r.set->synchronize();
+      r.user.set->synchronize();
+    }
     // runs, then the inputs, are freed here (stream-ordered).
   }
 

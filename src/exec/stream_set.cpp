@@ -137,6 +137,7 @@ const std::shared_ptr<exec::stream_state>& stream_set::state(std::size_t i) cons
   VOX_EXPECTS(i < streams_.size(), "stream_set::state",
               "index " + std::to_string(i) + " out of range for " +
                   std::to_string(streams_.size()) + " streams");
+  streams_[i]->handed_out.store(true, std::memory_order_relaxed);
   return streams_[i];
 }
 
@@ -145,6 +146,7 @@ stream_view stream_set::stream(std::size_t i) const {
   VOX_EXPECTS(i < streams_.size(), "stream_set::stream",
               "index " + std::to_string(i) + " out of range for " +
                   std::to_string(streams_.size()) + " streams");
+  streams_[i]->handed_out.store(true, std::memory_order_relaxed);
   return stream_view{streams_[i]->handle};
 }
 
@@ -199,11 +201,14 @@ std::size_t stream_set::stream_for_slice(std::size_t z, std::size_t slices) cons
 void stream_set::synchronize() {
   expect_streams_("stream_set::synchronize");
   for (auto& s : streams_) {
-    // A stream with no op since its last known completion may still hold work enqueued on it
-    // directly; cudaStreamQuery tells without a record and a wait (an idle stream of a large
-    // set then costs about a microsecond instead of an event round trip).
+    // A stream with no op since its last known completion holds no work, unless its handle was
+    // handed out (stream(), state()): then cudaStreamQuery tells, without a record and a wait.
+    // The library records a mark after everything it enqueues through run_op, and takes
+    // handles for anything else through stream() or state(). On an H200 host a query after
+    // other streams' work cost about 1.4 us, 45 us for the 31 idle streams of a 32-stream set.
     if (exec::recorded_seq(*s) <= exec::completed_seq(*s) &&
-        detail::stream_idle(s->handle, "stream_set::synchronize"))
+        (!s->handed_out.load(std::memory_order_relaxed) ||
+         detail::stream_idle(s->handle, "stream_set::synchronize")))
       continue;
     const exec::mark m = exec::record_mark(s, "stream_set::synchronize");
     detail::event_synchronize(m.event->value(), "stream_set::synchronize");

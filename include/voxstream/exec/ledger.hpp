@@ -77,6 +77,9 @@ struct stream_state {
   std::shared_ptr<event_pool> pool;
   std::mutex mutex;                ///< serialises record_mark (sequence numbers in stream order)
   std::atomic<bool> retired{false};  ///< its stream_set is gone: no new work will come
+  /// Its handle was handed out (stream_set::stream or state): work the ledger does not see may
+  /// be enqueued on it. Sticky.
+  std::atomic<bool> handed_out{false};
 };
 
 /// @brief s.completed, read atomically (another thread may raise it). Thread-safe.

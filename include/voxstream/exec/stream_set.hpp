@@ -144,7 +144,9 @@ class stream_set {
 
   /// @brief Blocks the host until all work enqueued so far on every stream has completed. It
   ///        records one event on each stream that ran an op since its last known completion, or
-  ///        that cudaStreamQuery finds busy, and waits on those events only (no device-wide sync).
+  ///        whose handle was handed out (stream(i), state(i)) and that cudaStreamQuery finds
+  ///        busy, and waits on those events only (no device-wide sync). Streams that ran nothing
+  ///        and were never handed out cost nothing.
   ///        Afterwards the ledger knows that every earlier event is complete: no more waits on them.
   ///        Thread-safe; does not hold the set's lock while it waits.
   void synchronize();
