@@ -12,7 +12,10 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -48,6 +51,55 @@ struct context {
   }
   void add(bench_case c) { cases.push_back(std::move(c)); }
 };
+
+/// @brief The pieces of `s` between any of the characters of `seps`, spaces dropped, no empty
+///        pieces ("a, b,,c" at "," gives a, b, c).
+inline std::vector<std::string> split(const std::string& s, const char* seps) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (std::string(seps).find(ch) != std::string::npos) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (ch != ' ') {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+/// @brief Parses "512x512x300" (x by y by z), "512^3" or "512" (a cube). False if malformed.
+inline bool parse_shape(const std::string& s, vox::extent3& e) {
+  const std::size_t caret = s.find('^');
+  if (caret != std::string::npos) {
+    const long n = std::atol(s.substr(0, caret).c_str());
+    if (n <= 0 || s.substr(caret + 1) != "3") return false;
+    e = {static_cast<std::size_t>(n), static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
+    return true;
+  }
+  std::vector<long> n;
+  for (const auto& t : split(s, "x")) n.push_back(std::atol(t.c_str()));
+  if (n.size() == 1) n = {n[0], n[0], n[0]};
+  if (n.size() != 3 || *std::min_element(n.begin(), n.end()) <= 0) return false;
+  e = {static_cast<std::size_t>(n[0]), static_cast<std::size_t>(n[1]),
+       static_cast<std::size_t>(n[2])};
+  return true;
+}
+
+/// @brief "384x448x320".
+inline std::string shape_name(const vox::extent3& e) {
+  return std::to_string(e.x) + "x" + std::to_string(e.y) + "x" + std::to_string(e.z);
+}
+
+/// @brief Seeded, stateless random bits (splitmix64 of the index): the benches' voxels, never
+///        all zeros, the same every run.
+inline std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
 
 using family_fn = void (*)(context&);
 /// @brief Registers a family at static-initialisation time.

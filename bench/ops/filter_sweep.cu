@@ -108,21 +108,6 @@ std::vector<case_desc> all_cases() {
   return v;
 }
 
-std::vector<std::string> split(const std::string& s, const char* seps) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : s) {
-    if (std::string(seps).find(ch) != std::string::npos) {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 bool op_selected(const case_desc& c, const std::vector<std::string>& tokens) {
   for (const auto& t : tokens) {
     if (t == "all" || t == c.name || t == c.opname) return true;
@@ -149,36 +134,6 @@ int family_of(const case_desc& c, bool is_float) {
   return box3;
 }
 
-// "512x512x300" (x by y by z), "512^3" or "512" (a cube).
-bool parse_shape(const std::string& s, vox::extent3& e) {
-  const std::size_t caret = s.find('^');
-  if (caret != std::string::npos) {
-    const long n = std::atol(s.substr(0, caret).c_str());
-    if (n <= 0 || s.substr(caret + 1) != "3") return false;
-    e = {static_cast<std::size_t>(n), static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
-    return true;
-  }
-  const auto p = split(s, "x");
-  std::vector<long> n;
-  for (const auto& t : p) n.push_back(std::atol(t.c_str()));
-  if (n.size() == 1) n = {n[0], n[0], n[0]};
-  if (n.size() != 3 || *std::min_element(n.begin(), n.end()) <= 0) return false;
-  e = {static_cast<std::size_t>(n[0]), static_cast<std::size_t>(n[1]),
-       static_cast<std::size_t>(n[2])};
-  return true;
-}
-
-std::string shape_name(const vox::extent3& e) {
-  return std::to_string(e.x) + "x" + std::to_string(e.y) + "x" + std::to_string(e.z);
-}
-
-// Seeded, stateless random voxels (splitmix64 of the index): never zeros, same every run.
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 template <class T>
 T random_voxel(std::uint64_t r);
 template <>

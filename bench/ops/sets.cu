@@ -32,50 +32,6 @@ constexpr double ratio_target = 1.05;
 constexpr double host_us_target = 20.0;
 constexpr double counted_bytes = 32e6;  // inputs below 32 MB are reported, not counted
 
-std::vector<std::string> split_list(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : s) {
-    if (ch == sep) {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (ch != ' ') {
-      cur += ch;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-// "384x448x320" (x by y by z), "512^3" or "512" (a cube).
-bool parse_extent(const std::string& s, vox::extent3& e) {
-  const std::size_t caret = s.find('^');
-  if (caret != std::string::npos) {
-    const long n = std::atol(s.substr(0, caret).c_str());
-    if (n <= 0 || s.substr(caret + 1) != "3") return false;
-    e = {static_cast<std::size_t>(n), static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
-    return true;
-  }
-  std::vector<long> n;
-  for (const auto& t : split_list(s, 'x')) n.push_back(std::atol(t.c_str()));
-  if (n.size() == 1) n = {n[0], n[0], n[0]};
-  if (n.size() != 3 || *std::min_element(n.begin(), n.end()) <= 0) return false;
-  e = {static_cast<std::size_t>(n[0]), static_cast<std::size_t>(n[1]),
-       static_cast<std::size_t>(n[2])};
-  return true;
-}
-
-std::string extent_name(const vox::extent3& e) {
-  return std::to_string(e.x) + "x" + std::to_string(e.y) + "x" + std::to_string(e.z);
-}
-
-// Seeded, stateless random voxels (splitmix64 of the index), as the filter sweep's.
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -178,7 +134,7 @@ std::string key_of(std::string name) {
 
 int run_sets(const sets_options& o) {
   std::vector<std::size_t> sizes;
-  for (const auto& s : split_list(o.sets, ',')) {
+  for (const auto& s : split(o.sets, ",")) {
     const long n = std::atol(s.c_str());
     if (n <= 0) {
       std::fprintf(stderr, "bench_ops: --sets: bad set size '%s'\n", s.c_str());
@@ -189,9 +145,9 @@ int run_sets(const sets_options& o) {
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   std::vector<vox::extent3> shapes;
-  for (const auto& s : split_list(o.shapes, ',')) {
+  for (const auto& s : split(o.shapes, ",")) {
     vox::extent3 e;
-    if (!parse_extent(s, e)) {
+    if (!parse_shape(s, e)) {
       std::fprintf(stderr, "bench_ops: --shape: bad shape '%s' (XxYxZ or N^3)\n", s.c_str());
       return 2;
     }
@@ -209,7 +165,7 @@ int run_sets(const sets_options& o) {
   check(cudaGetDeviceProperties(&prop, 0), "properties");
   std::string size_list, shape_list;
   for (auto n : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(n);
-  for (const auto& e : shapes) shape_list += (shape_list.empty() ? "" : ",") + extent_name(e);
+  for (const auto& e : shapes) shape_list += (shape_list.empty() ? "" : ",") + shape_name(e);
   std::printf("bench_ops --sets on %s (%d SMs): sets of %s streams, shapes %s, median of %d runs\n",
               prop.name, prop.multiProcessorCount, size_list.c_str(), shape_list.c_str(), reps);
   std::fflush(stdout);
@@ -218,7 +174,7 @@ int run_sets(const sets_options& o) {
   worst w_ratio, w_user, w_host;
   int n_cases = 0, n_counted = 0;
   for (const auto& e : shapes) {
-    const std::string shape = extent_name(e);
+    const std::string shape = shape_name(e);
     inputs in;
     {
       vox::stream_set loader(hi);
