@@ -247,6 +247,9 @@ if ((BENCH)); then
       --filter "threshold|median size=3|sum|gaussian sigma=2"
   need bench_small_slices "$LOG_BENCH" "$BUILD/bench/bench_small_slices" &&
     step bench_small_slices "$LOG_BENCH" 150 "$BUILD/bench/bench_small_slices"
+  # Programmatic dependent launch against plain launches and a graph (issue 17; RESULT pdl).
+  need bench_pdl "$LOG_BENCH" "$BUILD/bench/bench_pdl" &&
+    step bench_pdl "$LOG_BENCH" 60 "$BUILD/bench/bench_pdl"
   if [[ -x "$BUILD/bench/bench_stream" ]]; then
     step bench_stream "$LOG_BENCH" 150 "$BUILD/bench/bench_stream" "$PICS"
   fi
