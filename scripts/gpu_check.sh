@@ -3,8 +3,8 @@
 #
 #   scripts/gpu_check.sh              build the cuda preset, run ctest, the samples, every
 #                                     benchmark (bench_core, bench_ops and its filter sweep
-#                                     side by side with CuPy,
-#                                     bench_small_slices, bench_stream), the CLI demo, and
+#                                     side by side with CuPy, bench_ops --sets 1,32,
+#                                     bench_small_slices, bench_pdl, bench_stream), the CLI demo, and
 #                                     compute-sanitizer memcheck + synccheck over the unit tests
 #   scripts/gpu_check.sh --quick      the same without the sanitizers
 #   scripts/gpu_check.sh --sanitizers the build and the sanitizers only
