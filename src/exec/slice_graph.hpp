@@ -1,6 +1,7 @@
 // Internal to src/exec: the cache of launch_per_slice graphs that a stream_set owns (see
-// launch.hpp). Each entry is one CUDA graph of `slices` kernel nodes without edges (the slices
-// of such an op are independent), instantiated once, with the packed arguments it was last
+// launch.hpp). Each entry is one CUDA graph of `slices` kernel nodes in slice_graph_chains
+// chains (slice z after slice z - chains; the slices of such an op are independent, the chains
+// only make the graph cheap to replay), instantiated once, with the packed arguments it was last
 // given; a launch with other arguments updates the nodes whose arguments changed.
 #pragma once
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -165,6 +166,12 @@ std::vector<slab> stream_set::plan(const exec::work& w) const {
     gbps = device_gbps_;
   }
   return make_plan(w, streams_.size(), opts_.mapping, p, gbps);
+}
+
+double stream_set::device_gbps() const {
+  expect_streams_("stream_set::device_gbps");
+  const std::lock_guard<std::recursive_mutex> lock(*mutex_);
+  return device_gbps_;
 }
 
 slab_policy stream_set::policy() const {
@@ -398,15 +405,21 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
     }
   }
 
-  // 2. The work.
+  // 2. The work. If an enqueue throws, earlier slabs' work is on their streams with no mark
+  //    after it: flag those streams so that synchronize() still queries them.
   const auto obs = observers();
-  for (const auto& w : plan) {
-    const stream_view s{set.streams_[w.stream]->handle};
-    if (obs)
-      for (op_observer* o : *obs) o->slab_begin(op, w.stream, s, w);
-    enqueue(s, w);
-    if (obs)
-      for (op_observer* o : *obs) o->slab_end(op, w.stream, s, w);
+  try {
+    for (const auto& w : plan) {
+      const stream_view s{set.streams_[w.stream]->handle};
+      if (obs)
+        for (op_observer* o : *obs) o->slab_begin(op, w.stream, s, w);
+      enqueue(s, w);
+      if (obs)
+        for (op_observer* o : *obs) o->slab_end(op, w.stream, s, w);
+    }
+  } catch (...) {
+    for (std::size_t si : used) set.streams_[si]->handed_out.store(true, std::memory_order_relaxed);
+    throw;
   }
 
   // 3. One event per stream used.
@@ -458,13 +471,21 @@ work work_of(const std::vector<access>& acc, const char* op, double cost,
   w.slices = first->ext.z;
   w.cost = cost;
   w.min_depth = min_depth;
+  // Bytes per slice of the device accesses, or of the host ones alone when there are any (a
+  // transfer moves the host volume's bytes over the link once). An access of unknown voxel
+  // size (elem_bytes 0, built by hand) makes the work unknown: infinite, a slab per stream.
+  double device = 0.0, host = 0.0;
+  bool unknown = false;
   for (const auto& a : acc) {
     VOX_EXPECTS(a.ledger != nullptr, op, "a volume argument is empty (no storage)");
+    unknown = unknown || a.elem_bytes == 0;
     const double bytes = static_cast<double>(a.ext.voxels()) * static_cast<double>(a.elem_bytes);
-    w.bytes_per_slice += w.slices > 0 ? bytes / static_cast<double>(w.slices) : 0.0;
+    (a.host ? host : device) += bytes / static_cast<double>(w.slices);
     if (a.mode == access_mode::read && !a.whole) w.halo = std::max(w.halo, a.halo);
-    if (a.host) w.kind = traffic::link;
   }
+  w.kind = host > 0.0 ? traffic::link : traffic::device;
+  w.bytes_per_slice = unknown ? std::numeric_limits<double>::infinity()
+                              : (host > 0.0 ? host : device);
   return w;
 }
 

@@ -1,6 +1,8 @@
 // Slab plans: make_plan, stream_set::plan and stream_set::stream_for_slice, for the contiguous
 // and round-robin mappings (pure host logic).
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -306,4 +308,35 @@ TEST(SlabPolicy, OpsRunOnThePolicysPlan) {
   EXPECT_EQ(w.halo, 3u);
   EXPECT_EQ(w.kind, vox::exec::traffic::device);
   EXPECT_THROW((void)vox::exec::work_of({vox::read_all(a)}, "test"), vox::invalid_argument);
+  // An access of unknown voxel size (built by hand): unknown work, a slab per stream.
+  vox::exec::access raw = vox::read(a);
+  raw.elem_bytes = 0;
+  EXPECT_TRUE(std::isinf(vox::exec::work_of({raw, vox::write(b)}, "test").bytes_per_slice));
+  set.set_policy(vox::slab_policy{});
+  EXPECT_EQ(set.plan(vox::exec::work_of({raw, vox::write(b)}, "test")), set.plan(64));
+  // A transfer: the host volume's bytes, over the link.
+  vox::host_volume<float> h(e);
+  const auto t = vox::exec::work_of({vox::read(h), vox::write(b)}, "test");
+  EXPECT_EQ(t.kind, vox::exec::traffic::link);
+  EXPECT_DOUBLE_EQ(t.bytes_per_slice, 16.0 * 8 * sizeof(float));
+}
+
+// An op whose enqueue throws part-way leaves the set usable, and synchronize() still waits for
+// the slabs it had enqueued.
+TEST(SlabPolicy, AnEnqueueThatThrowsLeavesTheSetUsable) {
+  vox::stream_set_options o;
+  o.policy = vox::slab_policy::every_stream();
+  vox::stream_set set(4, o);
+  const vox::extent3 e{8, 4, 16};
+  vox::volume<float> b(set, e, 0.0f);
+  EXPECT_THROW(vox::exec::run_op(set, "test", set.plan(16), {vox::write(b)},
+                                 [&](vox::stream_view, const vox::slab& w) {
+                                   if (w.stream == 2) throw std::runtime_error("slab 2 fails");
+                                 }),
+               std::runtime_error);
+  set.synchronize();
+  vox::fill(set, b, 3.0f);
+  std::vector<float> got(e.voxels());
+  vox::download(set, b, got.data(), got.size());
+  for (float x : got) ASSERT_EQ(x, 3.0f);
 }

@@ -288,7 +288,7 @@ inline constexpr packed_layout<sizeof...(P)> packed_layout_v = packed_layout_of<
 bool use_slice_graph(const stream_set& streams, const std::vector<exec::access>& acc,
                      const std::vector<unsigned char>& sliced, std::size_t slices);
 
-/// @brief Launches `l` on `s` as the set's cached graph of l.slices independent kernel nodes:
+/// @brief Launches `l` on `s` as the set's cached graph of l.slices kernel nodes (32 chains):
 ///        built on first use, its nodes' arguments updated where they changed. Call only under
 ///        the set's lock (inside run_op's enqueue). Asynchronous.
 void launch_slice_graph(stream_set& streams, stream_view s, const slice_launch& l);
@@ -320,7 +320,8 @@ inline constexpr std::size_t per_slice_graph_min_slices = 8;
 ///
 ///        With streams.options().per_slice_graphs (the default) and at least
 ///        per_slice_graph_min_slices slices, the launches run instead as one CUDA graph of
-///        independent kernel nodes, launched on stream 0 of the set (which the ledger then counts
+///        kernel nodes in 32 independent chains (so up to 32 slices at once, whatever the set's
+///        size; slices must not depend on each other's order), launched on stream 0 of the set (which the ledger then counts
 ///        as the writer of every slice): the set caches the graph per kernel, configuration,
 ///        slice count and argument layout (16 graphs, least recently used dropped), and a later
 ///        call only updates the nodes whose arguments changed. The direct launches remain when

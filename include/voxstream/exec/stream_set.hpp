@@ -66,8 +66,9 @@ inline void run_op(stream_set& set, const char* op, const std::vector<slab>& pla
 }
 
 /// @brief An op's work as its accesses describe it: the slices of its first per-slab access,
-///        the bytes per slice of every access (a whole-volume access spread over those slices),
-///        the widest read halo, and traffic over the host link if any access is in host memory.
+///        the bytes per slice of every access (a whole-volume access spread over those slices;
+///        of the host accesses alone, over the host link, if any access is in host memory;
+///        infinite if an access does not know its voxel size), and the widest read halo.
 ///        `cost` and `min_depth` as in exec::work. Throws vox::invalid_argument if no access is
 ///        per slab or one is empty.
 [[nodiscard]] work work_of(const std::vector<access>& accesses, const char* op, double cost = 1.0,
@@ -138,7 +139,7 @@ class stream_set {
   /// @brief Replaces the slab policy for ops enqueued afterwards. Thread-safe.
   void set_policy(const slab_policy& p);
   /// @brief The device memory bandwidth (GB/s) the policy assumes for this set's device.
-  [[nodiscard]] double device_gbps() const noexcept { return device_gbps_; }
+  [[nodiscard]] double device_gbps() const;
   /// @brief Index of the stream that slice z of a `slices`-slice volume maps to.
   [[nodiscard]] std::size_t stream_for_slice(std::size_t z, std::size_t slices) const;
 
