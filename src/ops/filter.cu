@@ -47,7 +47,7 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
       return;
     }
   }
-  if (run_box_fused<T, P>(streams, op, in, out, r, o)) return;
+  if (run_box_fused<T, P>(streams, op, in, out, scratch, r, o)) return;
 #endif
 
   // 1D passes in scipy's order (z, y, x); size-1 axes are identities and are skipped.

@@ -1,24 +1,25 @@
-// Internal to src/ops/filter*.cu (CUDA only): the fused box family (mean, min, max) of any window
-// up to 33 x 33 in x and y and any depth in z, 2D and 3D, every voxel type and border.
-// One launch reads each voxel from DRAM about once, where the 1D passes read and wrote the
-// volume once per axis and their taps cost O(radius) loads per voxel each.
-//
-// A block owns an output tile of (64 - 2 rx) x 32 voxels and marches along z through a chunk of
-// its slab (box_kernel says how). Radii of x and y are compile-time buckets (2, 4, 8, 16), so
-// that the taps unroll; the z radius is any.
-//  - mean: z first, as scipy: a running sum per haloed column (exact integers for integer
-//    voxels, double for floating ones) updated by one load in and one out per slice; its
-//    quotient, requantised to the voxel type, goes to shared memory; then the y and x passes
-//    from shared memory, each requantised. Cost per voxel: O(1) in z, O(rx + ry) in x and y.
-//  - min, max: order-free, so y and x first from the shared input tile, then z over a ring of
-//    the last 2 rz + 1 xy results in shared memory.
+// Internal to src/ops/filter*.cu (CUDA only): the box family (mean, min, max) of any window
+// up to 33 in x and any size in y and z, 2D and 3D, every voxel type and border mode, as at most
+// two barrier-free walking kernels that read and write each voxel about once per kernel:
+//  - the z pass (3D): each warp owns 32 x 16 bytes of a row of x and walks along z through a
+//    chunk of the slab, one 16-byte vector per lane and step;
+//  - the y and x passes (2D, or after the z pass): the same walk along y, then the x window of
+//    each y result from the lanes' neighbours by warp shuffles (a warp's outer H lanes are the
+//    x halo; the inner 32 - 2 H store). No shared memory, no barriers.
+// Along the walk the mean keeps a running sum per column (exact integers for integer voxels,
+// double for floating ones): one vector in and one out per step, whatever the window; min and
+// max re-read the window's rows, which the lane loaded in the last 2 r + 1 steps (L1 hits).
+// Every pass is requantised to the voxel type, in scipy's order (z, y, x). The x radius is a
+// compile-time bucket (2, 4, 8, 16), so that the taps and shuffles unroll.
 // Not installed.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "filter_detail.cuh"
@@ -28,24 +29,20 @@
 
 namespace vox::detail::filt {
 
-inline constexpr int bx_threads = 256;
-inline constexpr int bx_warps = bx_threads / 32;
-inline constexpr int bx_hx = 64;   ///< haloed tile columns: output columns 64 - 2 rx
-inline constexpr int bx_ty = 32;   ///< output rows of a tile
-inline constexpr int bx_seg = 8;   ///< output rows per thread in the y pass
-inline constexpr idx_t bx_max_r = 16;  ///< x and y radii of the fused path
-inline constexpr std::size_t bx_max_shared = 200u << 10;
+inline constexpr int wk_threads = 128;
+inline constexpr int wk_warps = wk_threads / 32;
+inline constexpr idx_t bx_max_r = 16;  ///< x radius of the fused x pass
 
-/// Geometry of one launch of the fused box kernels.
-struct box_geom {
-  march_geom g;
-  int rx, ry, rz;
-  int tx;  ///< output columns of a tile: bx_hx - 2 rx
-};
+/// Voxels per lane: one 16-byte vector.
+template <class T>
+inline constexpr int wk_elems = static_cast<int>(16 / sizeof(T));
+/// Lanes each side of a warp that only feed the x window of bucket R (0: no x pass).
+template <class T, int R>
+inline constexpr int wk_halo_lanes = R == 0 ? 0 : (R + wk_elems<T> - 1) / wk_elems<T>;
 
-/// Accumulators of the fused mean: Z for the z pass's running sum, S for the y and x passes.
-/// Exact integers where the window's sum fits (checked on the host), double for the running sum
-/// of floating voxels (its one add and one subtract per slice would drift in float).
+/// Accumulators of the mean: Z for the walk's running sum, S for the x pass. Exact integers
+/// where the window's sum fits (checked on the host), double for the running sum of floating
+/// voxels (its one add and one subtract per step would drift in float).
 template <class T>
 using box_z_acc_t =
     std::conditional_t<std::is_floating_point_v<T>, double,
@@ -54,16 +51,20 @@ template <class T>
 using box_s_acc_t = std::conditional_t<std::is_floating_point_v<T>, T, box_z_acc_t<T>>;
 
 /// Division of a pass's sum by its window size, as the 1D passes do it: for integer sums the
-/// exact quotient truncated toward zero (a double estimate corrected by one step), for floating
+/// exact quotient truncated toward zero (an estimate corrected by one step: in float where the
+/// sums stay under 2^22, so that the estimate is within one, in double otherwise), for floating
 /// sums a multiply by the reciprocal.
 template <class A>
 struct box_div {
   double inv;
+  float finv;
   A k;
+  bool small;
   __device__ __forceinline__ A operator()(A n) const {
     if constexpr (std::is_integral_v<A>) {
       const A a = n < 0 ? -n : n;
-      A q = static_cast<A>(static_cast<double>(a) * inv);
+      A q = small ? static_cast<A>(static_cast<float>(a) * finv)
+                  : static_cast<A>(static_cast<double>(a) * inv);
       const A rem = a - q * k;
       if (rem >= k) {
         ++q;
@@ -77,9 +78,12 @@ struct box_div {
   }
 };
 
+/// The division of a radius-r window whose sums stay under `biggest` in magnitude.
 template <class A>
-box_div<A> make_box_div(idx_t r) {
-  return {1.0 / static_cast<double>(2 * r + 1), static_cast<A>(2 * r + 1)};
+box_div<A> make_box_div(idx_t r, double biggest) {
+  const double k = static_cast<double>(2 * r + 1);
+  return {1.0 / k, static_cast<float>(1.0 / k), static_cast<A>(2 * r + 1),
+          biggest * k < 4194304.0};
 }
 
 template <int OP, class T>  // OP: 0 sum, 1 min, 2 max
@@ -93,221 +97,171 @@ __device__ __forceinline__ T box_combine(T a, T b) {
   }
 }
 
-/// Haloed rows of a bucket-R tile (the most any ry <= R needs).
-template <int R>
-inline constexpr int bx_hy = bx_ty + 2 * R;
-/// Haloed positions per thread.
-template <int R>
-inline constexpr int bx_pos = (bx_hx * bx_hy<R> + bx_threads - 1) / bx_threads;
+/// One lane's 16 bytes as voxels or as words (for vector loads, stores and shuffles).
+template <class T>
+union wk_pack {
+  T v[wk_elems<T>];
+  uint4 q;
+  unsigned u[4];
+};
 
-/// Shared memory of a bucket-R box kernel: the haloed slice (voxels; and the mean's z sums in
-/// 3D), the y results (a row pitch of bx_hx + 2 R, so the x taps never leave the array), and
-/// the min/max ring of kz xy results.
-template <class T, class Z, int R>
-std::size_t box_shared_bytes(bool mean, bool d3, int kz) {
-  std::size_t b = static_cast<std::size_t>(bx_hy<R>) * bx_hx * sizeof(T);
-  if (mean && d3) b += static_cast<std::size_t>(bx_hy<R>) * bx_hx * sizeof(Z);
-  b += static_cast<std::size_t>(bx_ty) * (bx_hx + 2 * R) * sizeof(T);
-  if (!mean && d3) b += static_cast<std::size_t>(kz) * bx_ty * bx_hx * sizeof(T);
-  return (b + 15) / 16 * 16;
-}
+/// Geometry of one slab launch of the walking kernel.
+struct walk_geom {
+  idx_t nx;
+  idx_t wstride;       ///< elements per step of the walk (nx along y, nx ny along z)
+  idx_t ostride;       ///< elements per step of the other axis (nx ny for z, nx for y)
+  idx_t obegin, on;    ///< the other axis' range [obegin, obegin + on)
+  idx_t wn;            ///< the walk axis' extent (for its border)
+  idx_t wbegin, wend;  ///< the walk's range in this slab
+  idx_t chunk;         ///< steps per warp
+  idx_t chunks;
+  idx_t xg;            ///< column groups of a row
+  idx_t warps;         ///< xg on chunks
+  int rw;              ///< walk radius
+  int rx;              ///< x radius (the x pass; 0 without one)
+  int cols;            ///< output columns per warp
+};
 
-/// The fused box filter, bucket R >= rx, ry. OP 0 (mean): z first with a running sum per
-/// haloed column, then y, then x, each pass requantised (scipy's order); cval must be exact in
-/// T (the host checks). OP 1, 2 (min, max): y, then x, then z over a ring of the last 2 rz + 1
-/// xy results (the order does not matter for them). Per slice:
-///  A. the slice's haloed tile (the mean's z means) into shared memory, the next slice's loads
-///     issued into registers;
-///  B. y: each thread a column and a segment of bx_seg output rows, its 2 R + bx_seg inputs
-///     read once into registers, taps unrolled (those beyond ry skipped by a uniform test);
-///  C. x: each thread its output voxels, taps unrolled, from shared memory;
-///  D. min/max in 3D: z over the ring.
-template <class T, class Z, class S, int OP, int R, bool D3>
-__global__ void __launch_bounds__(bx_threads, 2)
-    box_kernel(const T* __restrict__ in, T* __restrict__ out, box_geom b, border mode, T cval,
-               box_div<Z> dz, box_div<S> dy, box_div<S> dx) {
-  constexpr int HY = bx_hy<R>, NP = bx_pos<R>, PX = bx_hx + 2 * R;
+/// The walking box kernel. Each warp owns `cols` output columns of one row of the other axis and
+/// walks a chunk of the walk axis; lane l holds columns x0 + E l .. + E - 1 (one 16-byte vector;
+/// VEC: rows are 16-byte aligned, so lanes whose columns are all inside load and store vectors).
+/// Per step: the walk's result (mean: the running sum's quotient, requantised; min/max: over the
+/// window's rows); with R > 0 the x window from the neighbouring lanes (constant mode: columns
+/// outside the volume read cval), requantised; lanes H .. 31 - H store.
+template <class T, class Z, class S, int OP, int R, bool VEC>
+__global__ void __launch_bounds__(wk_threads, R >= 8 ? 4 : 6)
+    walk_kernel(const T* __restrict__ in, T* __restrict__ out, walk_geom g, border mode, T cval,
+                box_div<Z> dw, box_div<S> dx) {
+  constexpr int E = wk_elems<T>;
+  constexpr int H = wk_halo_lanes<T, R>;
   constexpr bool MEAN = OP == 0;
-  extern __shared__ __align__(16) unsigned char bx_dyn[];
-  T* a_s = reinterpret_cast<T*>(bx_dyn);  // [HY][bx_hx]
-  Z* acc_s = reinterpret_cast<Z*>(bx_dyn + ((HY * bx_hx * sizeof(T) + 15) / 16 * 16));
-  T* b_s = reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(acc_s) +
-                                ((MEAN && D3) ? HY * bx_hx * sizeof(Z) : 0));  // [bx_ty][PX]
-  T* ring = b_s + bx_ty * PX;  // [kz][bx_ty][bx_hx]
-  const march_geom& g = b.g;
-  const idx_t slice = g.nx * g.ny;
-  const int t = static_cast<int>(threadIdx.x);
-  const int lane = t % 32, w = t / 32;
-  const int hx = b.tx + 2 * b.rx, hy = bx_ty + 2 * b.ry;
-  const int kz = 2 * b.rz + 1;
-  constexpr int PLANE = bx_ty * bx_hx;
-
-  for_each_march_tile(g, [&](idx_t bxi, idx_t byi, idx_t zs, idx_t ze) {
-    const idx_t x0 = bxi * b.tx, y0 = byi * bx_ty;
-    // A's positions: i = t + bx_threads q, row i / bx_hx, column i % bx_hx.
-    unsigned off[NP];
-    unsigned active = 0, inside = 0;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const idx_t step = static_cast<idx_t>(gridDim.x) * wk_warps;
+  for (idx_t wid = static_cast<idx_t>(blockIdx.x) * wk_warps + threadIdx.x / 32; wid < g.warps;
+       wid += step) {
+    const idx_t xgi = wid % g.xg;
+    const idx_t rest = wid / g.xg;
+    const idx_t base = (g.obegin + rest % g.on) * g.ostride;
+    const idx_t w0 = g.wbegin + (rest / g.on) * g.chunk;
+    const idx_t w1 = w0 + g.chunk < g.wend ? w0 + g.chunk : g.wend;
+    const idx_t x0 = xgi * g.cols - H * E + lane * E;
+    const bool fast = VEC && x0 >= 0 && x0 + E <= g.nx;
+    if (R == 0 && x0 >= g.nx) continue;  // no shuffles without an x pass
+    // Row wi of the walk (mapped by the border) into v.
+    auto load = [&](idx_t wi, wk_pack<T>& v) {
+      const idx_t m = map_fast(wi, g.wn, mode);
+      if (m < 0) {
 #pragma unroll
-    for (int q = 0; q < NP; ++q) {
-      const int i = t + bx_threads * q, r = i / bx_hx, c = i % bx_hx;
-      off[q] = 0;
-      if (r < hy && c < hx) {
-        active |= 1u << q;
-        const idx_t mx = map_fast(x0 + c - b.rx, g.nx, mode);
-        const idx_t my = map_fast(y0 + r - b.ry, g.ny, mode);
-        if (mx >= 0 && my >= 0) {
-          inside |= 1u << q;
-          off[q] = static_cast<unsigned>(my * g.nx + mx);
-        }
+        for (int j = 0; j < E; ++j) v.v[j] = cval;
+        return;
       }
-    }
-    // B's column: outside the volume (constant mode) it holds cval for the x pass.
-    const int bc = t % bx_hx, br0 = (t / bx_hx) * bx_seg;
-    const bool bc_in = map_fast(x0 + bc - b.rx, g.nx, mode) >= 0;
-    auto ld = [&](idx_t zi, int q) -> T {
-      const idx_t mz = map_fast(zi, g.nz, mode);
-      return (mz < 0 || !((inside >> q) & 1u)) ? cval : in[mz * slice + off[q]];
-    };
-
-    T pv[NP];  // the next slice (min/max, 2D mean); the entering one (3D mean)
-    [[maybe_unused]] T ov[NP];  // 3D mean: the leaving one
-    if constexpr (MEAN && D3) {
-#pragma unroll
-      for (int q = 0; q < NP; ++q) {
-        if (!((active >> q) & 1u)) continue;
-        Z a = Z(0);
-        for (idx_t d = -b.rz; d <= b.rz; ++d) a += static_cast<Z>(ld(zs + d, q));
-        acc_s[t + bx_threads * q] = a;
-      }
-    }
-    const idx_t first = (!MEAN && D3) ? zs - b.rz : zs;  // the first slice read
-#pragma unroll
-    for (int q = 0; q < NP; ++q)
-      if ((active >> q) & 1u) pv[q] = ld((MEAN && D3) ? zs + b.rz + 1 : first, q);
-    if constexpr (MEAN && D3) {
-#pragma unroll
-      for (int q = 0; q < NP; ++q)
-        if ((active >> q) & 1u) ov[q] = ld(zs - b.rz, q);
-    }
-    int slot = 0;
-    const idx_t last = (!MEAN && D3) ? ze + b.rz : ze;
-    for (idx_t zi = first; zi < last; ++zi) {
-      // A.
-      if constexpr (MEAN && D3) {
-#pragma unroll
-        for (int q = 0; q < NP; ++q) {
-          if (!((active >> q) & 1u)) continue;
-          const int i = t + bx_threads * q;
-          a_s[i] = ((inside >> q) & 1u) ? to_voxel<T>(dz(acc_s[i])) : cval;
-        }
+      const T* p = in + base + m * g.wstride;
+      if (fast) {
+        v.q = *reinterpret_cast<const uint4*>(p + x0);
       } else {
 #pragma unroll
-        for (int q = 0; q < NP; ++q)
-          if ((active >> q) & 1u) a_s[t + bx_threads * q] = pv[q];
-        if (zi + 1 < last) {
-#pragma unroll
-          for (int q = 0; q < NP; ++q)
-            if ((active >> q) & 1u) pv[q] = ld(zi + 1, q);
+        for (int j = 0; j < E; ++j) {
+          const idx_t mc = map_fast(x0 + j, g.nx, mode);
+          v.v[j] = mc < 0 ? cval : p[mc];
         }
       }
-      __syncthreads();
-      // B: y over rows br0 .. br0 + bx_seg of column bc.
-      {
-        S v[bx_seg + 2 * R];
+    };
+    [[maybe_unused]] Z acc[E];
+    if constexpr (MEAN) {
 #pragma unroll
-        for (int k = 0; k < bx_seg + 2 * R; ++k) v[k] = static_cast<S>(a_s[(br0 + k) * bx_hx + bc]);
+      for (int j = 0; j < E; ++j) acc[j] = Z(0);
+      for (idx_t d = -g.rw; d <= g.rw; ++d) {
+        wk_pack<T> v;
+        load(w0 + d, v);
 #pragma unroll
-        for (int j = 0; j < bx_seg; ++j) {
-          S acc = v[j];
-#pragma unroll
-          for (int d = 1; d <= 2 * R; ++d)
-            if (d <= 2 * b.ry) acc = box_combine<OP>(acc, v[j + d]);
-          T res;
-          if constexpr (MEAN) {
-            res = bc_in ? to_voxel<T>(dy(acc)) : cval;
-          } else {
-            res = static_cast<T>(acc);
-          }
-          b_s[(br0 + j) * PX + bc] = res;
-        }
+        for (int j = 0; j < E; ++j) acc[j] += static_cast<Z>(v.v[j]);
       }
-      __syncthreads();
-      // C: x into the output slice (mean, 2D min/max) or the ring (3D min/max).
-      T* rs = ring + slot * PLANE;
-      const idx_t z = (!MEAN && D3) ? zi - b.rz : zi;
-#pragma unroll
-      for (int j = 0; j < bx_ty / bx_warps; ++j) {
-        const int r = w + bx_warps * j;
-#pragma unroll
-        for (int m = 0; m < bx_hx / 32; ++m) {
-          const int c = lane + 32 * m;
-          if (c >= b.tx) continue;
-          const T* bp = b_s + r * PX + c;
-          S acc = static_cast<S>(bp[0]);
-#pragma unroll
-          for (int d = 1; d <= 2 * R; ++d)
-            if (d <= 2 * b.rx) acc = box_combine<OP>(acc, static_cast<S>(bp[d]));
-          if constexpr (!MEAN && D3) {
-            rs[r * bx_hx + c] = static_cast<T>(acc);
-          } else {
-            const idx_t gy = y0 + r, gx = x0 + c;
-            if (gy < g.ny && gx < g.nx) {
-              if constexpr (MEAN) {
-                out[z * slice + gy * g.nx + gx] = to_voxel<T>(dx(acc));
-              } else {
-                out[z * slice + gy * g.nx + gx] = static_cast<T>(acc);
-              }
-            }
-          }
-        }
-      }
-      if constexpr (!MEAN && D3) {
-        slot = slot + 1 == kz ? 0 : slot + 1;
-        if (z >= zs) {
-          __syncthreads();
-          // D: z over the ring.
-#pragma unroll
-          for (int j = 0; j < bx_ty / bx_warps; ++j) {
-            const int r = w + bx_warps * j;
-            const idx_t gy = y0 + r;
-#pragma unroll
-            for (int m = 0; m < bx_hx / 32; ++m) {
-              const int c = lane + 32 * m;
-              const idx_t gx = x0 + c;
-              if (c < b.tx && gy < g.ny && gx < g.nx) {
-                const T* q = ring + r * bx_hx + c;
-                T v = q[0];
-                for (int k = 1; k < kz; ++k) v = box_combine<OP>(v, q[k * PLANE]);
-                out[z * slice + gy * g.nx + gx] = v;
-              }
-            }
-          }
-        }
-      }
-      if constexpr (MEAN && D3) {
-        // The next slice's z sums: its loads were in flight through B and C.
-        if (zi + 1 < last) {
-#pragma unroll
-          for (int q = 0; q < NP; ++q) {
-            if (!((active >> q) & 1u)) continue;
-            const int i = t + bx_threads * q;
-            acc_s[i] += static_cast<Z>(pv[q]) - static_cast<Z>(ov[q]);
-          }
-          if (zi + 2 < last) {
-#pragma unroll
-            for (int q = 0; q < NP; ++q) {
-              if (!((active >> q) & 1u)) continue;
-              pv[q] = ld(zi + 2 + b.rz, q);
-              ov[q] = ld(zi + 1 - b.rz, q);
-            }
-          }
-        }
-      }
-      // No barrier here: the next A writes a_s (B is done with it) and acc_s (its own), the
-      // next B writes b_s only after the next first barrier, the next C another ring slot.
     }
-    __syncthreads();
-  });
+    for (idx_t wi = w0; wi < w1; ++wi) {
+      wk_pack<T> yv;
+      [[maybe_unused]] wk_pack<T> vin, vout;
+      const bool more = wi + 1 < w1;
+      if constexpr (MEAN) {
+        // The next step's rows first, so that their loads are in flight through this step.
+        if (more) {
+          load(wi + g.rw + 1, vin);
+          load(wi - g.rw, vout);
+        }
+#pragma unroll
+        for (int j = 0; j < E; ++j) yv.v[j] = to_voxel<T>(dw(acc[j]));
+      } else {
+        load(wi - g.rw, yv);
+        for (idx_t d = 1 - g.rw; d <= g.rw; ++d) {
+          wk_pack<T> v;
+          load(wi + d, v);
+#pragma unroll
+          for (int j = 0; j < E; ++j) yv.v[j] = box_combine<OP>(yv.v[j], v.v[j]);
+        }
+      }
+      wk_pack<T> res;
+      if constexpr (R > 0) {
+        if (!fast && mode == border::constant) {
+#pragma unroll
+          for (int j = 0; j < E; ++j)
+            if (x0 + j < 0 || x0 + j >= g.nx) yv.v[j] = cval;
+        }
+        // ext[R + c] holds the walk result of column x0 + c, c in [-R, E + R).
+        T ext[E + 2 * R];
+#pragma unroll
+        for (int j = 0; j < E; ++j) ext[R + j] = yv.v[j];
+#pragma unroll
+        for (int h = 1; h <= H; ++h) {
+          wk_pack<T> lf, rt;
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            lf.u[k] = __shfl_up_sync(0xffffffffu, yv.u[k], h);
+            rt.u[k] = __shfl_down_sync(0xffffffffu, yv.u[k], h);
+          }
+#pragma unroll
+          for (int j = 0; j < E; ++j) {
+            const int il = R - h * E + j, ir = R + h * E + j;
+            if (il >= 0) ext[il] = lf.v[j];
+            if (ir < E + 2 * R) ext[ir] = rt.v[j];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < E; ++j) {
+          S a = static_cast<S>(ext[R + j]);
+#pragma unroll
+          for (int d = 1; d <= R; ++d) {
+            if (d <= g.rx) {
+              a = box_combine<OP>(a, static_cast<S>(ext[R + j - d]));
+              a = box_combine<OP>(a, static_cast<S>(ext[R + j + d]));
+            }
+          }
+          if constexpr (MEAN) {
+            res.v[j] = to_voxel<T>(dx(a));
+          } else {
+            res.v[j] = static_cast<T>(a);
+          }
+        }
+      } else {
+        res = yv;
+      }
+      if (lane >= H && lane < 32 - H) {
+        T* p = out + base + wi * g.wstride;
+        if (fast) {
+          *reinterpret_cast<uint4*>(p + x0) = res.q;
+        } else {
+#pragma unroll
+          for (int j = 0; j < E; ++j)
+            if (x0 + j >= 0 && x0 + j < g.nx) p[x0 + j] = res.v[j];
+        }
+      }
+      if constexpr (MEAN) {
+        if (more) {
+#pragma unroll
+          for (int j = 0; j < E; ++j)
+            acc[j] += static_cast<Z>(vin.v[j]) - static_cast<Z>(vout.v[j]);
+        }
+      }
+    }
+  }
 }
 
 /// Whether an integer box mean's window sums fit the accumulator, for every pass.
@@ -325,32 +279,96 @@ bool box_sums_fit(const radii& r, double cval) {
   }
 }
 
-template <class T, pass_op P, int R, bool D3>
-void launch_box(const box_geom& bg, const dim3& grid, stream_view s, const char* op, const T* src,
-                T* dst, border mode, T cval, idx_t rz, idx_t ry, idx_t rx, std::size_t bytes) {
+/// Warps a walk should have in flight at once: enough to fill a large GPU a few times over.
+inline constexpr idx_t wk_target_warps = 16384;
+
+/// The walk of slab w along `axis` (2: z, with y the other axis; 1: y, with the slab's slices
+/// the other axis). Chunks split the walk where the rows alone give too few warps; each chunk
+/// re-reads the 2 rw rows around it, so chunks stay at least 4 windows long.
+inline walk_geom make_walk(const extent3& e, const slab& w, int axis, idx_t rw, idx_t rx,
+                           int cols) {
+  walk_geom g{};
+  const idx_t nx = static_cast<idx_t>(e.x), ny = static_cast<idx_t>(e.y);
+  g.nx = nx;
+  g.rw = static_cast<int>(rw);
+  g.rx = static_cast<int>(rx);
+  g.cols = cols;
+  g.xg = (nx + cols - 1) / cols;
+  if (axis == 2) {
+    g.wstride = nx * ny;
+    g.ostride = nx;
+    g.obegin = 0;
+    g.on = ny;
+    g.wn = static_cast<idx_t>(e.z);
+    g.wbegin = static_cast<idx_t>(w.z0);
+    g.wend = static_cast<idx_t>(w.z1);
+  } else {
+    g.wstride = nx;
+    g.ostride = nx * ny;
+    g.obegin = static_cast<idx_t>(w.z0);
+    g.on = static_cast<idx_t>(w.z1 - w.z0);
+    g.wn = ny;
+    g.wbegin = 0;
+    g.wend = ny;
+  }
+  const idx_t len = g.wend - g.wbegin;
+  const idx_t rows = g.xg * g.on;
+  const idx_t most = std::max<idx_t>(1, len / std::max<idx_t>(16, 4 * (2 * rw + 1)));
+  const idx_t want = (wk_target_warps + rows - 1) / rows;
+  g.chunks = std::clamp<idx_t>(want, 1, most);
+  g.chunk = (len + g.chunks - 1) / g.chunks;
+  g.chunks = (len + g.chunk - 1) / g.chunk;
+  g.warps = rows * g.chunks;
+  return g;
+}
+
+template <class T, pass_op P, int R, bool VEC>
+void launch_walk(const walk_geom& g, stream_view s, const T* src, T* dst, border mode, T cval,
+                 const box_div<box_z_acc_t<T>>& dw, const box_div<box_s_acc_t<T>>& dx) {
   using Z = box_z_acc_t<T>;
   using S = std::conditional_t<P == pass_op::mean, box_s_acc_t<T>, T>;
   constexpr int OP = P == pass_op::mean ? 0 : P == pass_op::min ? 1 : 2;
-  auto* k = box_kernel<T, Z, S, OP, R, D3>;
-  if (bytes > (48u << 10))
-    VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(bytes)),
-                 op);
-  k<<<grid, bx_threads, bytes, s.value()>>>(src, dst, bg, mode, cval, make_box_div<Z>(rz),
-                                            make_box_div<S>(ry), make_box_div<S>(rx));
+  const idx_t blocks = std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30);
+  box_div<S> dxs{};
+  if constexpr (P == pass_op::mean) dxs = dx;
+  walk_kernel<T, Z, S, OP, R, VEC>
+      <<<static_cast<unsigned>(blocks), wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dw,
+                                                                    dxs);
 }
 
-/// Enqueues the fused box mean (P == mean), min or max, or returns false where it does not serve
-/// the window, extent or cval (the caller then runs the 1D passes): x and y radii <= 16, 32-bit
-/// in-slice offsets, cval exact in the voxel type in constant mode (mean), integer sums that fit,
-/// and the shared memory (the min/max z ring grows with the z radius).
+/// launch_walk for the x radius bucket (0, 2, 4, 8, 16) and the rows' alignment.
+template <class T, pass_op P>
+void launch_walk_bucket(int bucket, bool vec, const walk_geom& g, stream_view s, const T* src,
+                        T* dst, border mode, T cval, const box_div<box_z_acc_t<T>>& dw,
+                        const box_div<box_s_acc_t<T>>& dx) {
+  auto go = [&](auto rt) {
+    constexpr int R = decltype(rt)::value;
+    if (vec) {
+      launch_walk<T, P, R, true>(g, s, src, dst, mode, cval, dw, dx);
+    } else {
+      launch_walk<T, P, R, false>(g, s, src, dst, mode, cval, dw, dx);
+    }
+  };
+  switch (bucket) {
+    case 0: go(std::integral_constant<int, 0>{}); break;
+    case 2: go(std::integral_constant<int, 2>{}); break;
+    case 4: go(std::integral_constant<int, 4>{}); break;
+    case 8: go(std::integral_constant<int, 8>{}); break;
+    default: go(std::integral_constant<int, 16>{}); break;
+  }
+}
+
+/// Enqueues the box mean (P == mean), min or max as the walking kernels (a z walk into the
+/// scratch volume, then the y walk with the x pass), or returns false where they do not serve
+/// the window or cval (the caller then runs the 1D passes): x radius <= 16, cval exact in the
+/// voxel type in constant mode (mean), integer sums that fit. `scratch` may be null (3D: a
+/// volume is then allocated on the set for the z pass's result).
 template <class T, pass_op P>
 bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
-                   radii r, const filter_options& o) {
+                   volume<T>* scratch, radii r, const filter_options& o) {
   const extent3 e = in.extent();
   if (o.dims == 2) r.z = 0;
-  if (r.x > bx_max_r || r.y > bx_max_r) return false;
-  if (e.slice_voxels() > std::size_t{0xffffffffu}) return false;
+  if (r.x > bx_max_r) return false;
   T cval{};
   constexpr bool mean = P == pass_op::mean;
   if constexpr (mean) {
@@ -361,78 +379,70 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   } else {
     cval = to_voxel<T>(o.cval);
   }
-  const bool d3 = r.z > 0;
-  const idx_t rmax = std::max(r.x, r.y);
-  const int bucket = rmax <= 2 ? 2 : rmax <= 4 ? 4 : rmax <= 8 ? 8 : 16;
-  const int kz = static_cast<int>(2 * r.z + 1);
+  const bool zp = r.z > 0, xyp = r.x > 0 || r.y > 0;
+  if (!zp && !xyp) return false;
   using Z = box_z_acc_t<T>;
-  const std::size_t bytes =
-      bucket == 2    ? box_shared_bytes<T, Z, 2>(mean, d3, kz)
-      : bucket == 4  ? box_shared_bytes<T, Z, 4>(mean, d3, kz)
-      : bucket == 8  ? box_shared_bytes<T, Z, 8>(mean, d3, kz)
-                     : box_shared_bytes<T, Z, 16>(mean, d3, kz);
-  if (bytes > bx_max_shared) return false;
-  box_geom b{};
-  b.rx = static_cast<int>(r.x);
-  b.ry = static_cast<int>(r.y);
-  b.rz = static_cast<int>(r.z);
-  b.tx = bx_hx - 2 * b.rx;
-  // Each chunk reads 2 rz halo slices again (the min/max filters them again too): chunks of at
-  // least 8 rz slices keep that under a quarter.
-  const idx_t min_chunk = std::max<idx_t>(16, 8 * r.z);
-  const T* src = in.data();
-  T* dst = out.data();
-  exec::run_op(
-      streams, op,
-      streams.plan(exec::work_of({vox::read(in, z_halo(r.z, e)), vox::write(out)}, op, 4.0,
-                                 static_cast<std::size_t>(min_chunk))),
-      {vox::read(in, z_halo(r.z, e)), vox::write(out)}, [&](stream_view s, const slab& w) {
-        box_geom bg = b;
-        bg.g = make_march(e, w, b.tx, bx_ty, min_chunk);
-        const dim3u gr = march_grid(bg.g);
-        const dim3 grid(gr.x, gr.y, gr.z);
-        auto go = [&](auto rt, auto dt) {
-          launch_box<T, P, decltype(rt)::value, decltype(dt)::value>(
-              bg, grid, s, op, src, dst, o.mode, cval, r.z, r.y, r.x, bytes);
-        };
-        auto by_depth = [&](auto rt) {
-          if (d3) {
-            go(rt, std::true_type{});
-          } else {
-            go(rt, std::false_type{});
-          }
-        };
-        if (bucket == 2) {
-          by_depth(std::integral_constant<int, 2>{});
-        } else if (bucket == 4) {
-          by_depth(std::integral_constant<int, 4>{});
-        } else if (bucket == 8) {
-          by_depth(std::integral_constant<int, 8>{});
-        } else {
-          by_depth(std::integral_constant<int, 16>{});
-        }
-        check_launch(op);
-      });
+  using S = box_s_acc_t<T>;
+  const double big =
+      std::max({std::abs(static_cast<double>(std::numeric_limits<T>::lowest())),
+                static_cast<double>(std::numeric_limits<T>::max()), std::abs(o.cval)});
+  const box_div<Z> dz = make_box_div<Z>(r.z, big), dy = make_box_div<Z>(r.y, big);
+  const box_div<S> dx = make_box_div<S>(r.x, big);
+  const int bucket = r.x == 0 ? 0 : r.x <= 2 ? 2 : r.x <= 4 ? 4 : r.x <= 8 ? 8 : 16;
+  constexpr int E = wk_elems<T>;
+  const int cols_xy = E * (32 - 2 * (bucket == 0 ? 0 : (bucket + E - 1) / E));
+  // The z walk's chunks re-read 2 rz halo slices each: slabs of at least 8 rz slices keep that
+  // under a quarter.
+  const idx_t min_depth = zp ? std::max<idx_t>(16, 8 * r.z) : 1;
+  const std::size_t hz = zp ? z_halo(r.z, e) : 0;
+  const std::vector<slab> plan = streams.plan(
+      exec::work_of({vox::read(in, hz), vox::write(out)}, op, zp && xyp ? 4.0 : 2.0,
+                    static_cast<std::size_t>(min_depth)));
+  std::optional<volume<T>> own;
+  volume<T>* mid = nullptr;
+  if (zp && xyp) mid = scratch != nullptr ? scratch : &own.emplace(streams, e);
+  auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const bool rows16 = (e.x * sizeof(T)) % 16 == 0;
+  if (zp) {
+    volume<T>& dst = mid != nullptr ? *mid : out;
+    const bool vec = rows16 && aligned(in.data()) && aligned(dst.data());
+    const T* src = in.data();
+    T* d = dst.data();
+    exec::run_op(streams, op, plan, {vox::read(in, hz), vox::write(dst)},
+                 [&](stream_view s, const slab& w) {
+                   const walk_geom g = make_walk(e, w, 2, r.z, 0, 32 * E);
+                   launch_walk_bucket<T, P>(0, vec, g, s, src, d, o.mode, cval, dz, dx);
+                   check_launch(op);
+                 });
+  }
+  if (xyp) {
+    const volume<T>& srcv = mid != nullptr ? *mid : in;
+    const bool vec = rows16 && aligned(srcv.data()) && aligned(out.data());
+    const T* src = srcv.data();
+    T* d = out.data();
+    exec::run_op(streams, op, plan, {vox::read(srcv), vox::write(out)},
+                 [&](stream_view s, const slab& w) {
+                   const walk_geom g = make_walk(e, w, 1, r.y, r.x, cols_xy);
+                   launch_walk_bucket<T, P>(bucket, vec, g, s, src, d, o.mode, cval, dy, dx);
+                   check_launch(op);
+                 });
+  }
   return true;
 }
 
 /// The explicit instantiations of run_box_fused for op P (`template` or `extern template`): the
 /// kernels of each op compile in a translation unit of their own (filter_box_mean.cu,
 /// filter_box_min.cu, filter_box_max.cu), in parallel, and filter.cu only calls them.
-#define VOX_BOX_FUSED(KW, P)                                                                     \
-  KW bool run_box_fused<std::uint8_t, P>(stream_set&, const char*, const volume<std::uint8_t>&,   \
-                                         volume<std::uint8_t>&, radii, const filter_options&);   \
-  KW bool run_box_fused<std::uint16_t, P>(stream_set&, const char*,                               \
-                                          const volume<std::uint16_t>&, volume<std::uint16_t>&,   \
-                                          radii, const filter_options&);                          \
-  KW bool run_box_fused<std::int16_t, P>(stream_set&, const char*, const volume<std::int16_t>&,   \
-                                         volume<std::int16_t>&, radii, const filter_options&);   \
-  KW bool run_box_fused<std::int32_t, P>(stream_set&, const char*, const volume<std::int32_t>&,   \
-                                         volume<std::int32_t>&, radii, const filter_options&);   \
-  KW bool run_box_fused<float, P>(stream_set&, const char*, const volume<float>&, volume<float>&, \
-                                  radii, const filter_options&);                                 \
-  KW bool run_box_fused<double, P>(stream_set&, const char*, const volume<double>&,              \
-                                   volume<double>&, radii, const filter_options&);
+#define VOX_BOX_FUSED_ONE(KW, T, P)                                                      \
+  KW bool run_box_fused<T, P>(stream_set&, const char*, const volume<T>&, volume<T>&, volume<T>*, \
+                              radii, const filter_options&);
+#define VOX_BOX_FUSED(KW, P)                        \
+  VOX_BOX_FUSED_ONE(KW, std::uint8_t, P)            \
+  VOX_BOX_FUSED_ONE(KW, std::uint16_t, P)           \
+  VOX_BOX_FUSED_ONE(KW, std::int16_t, P)            \
+  VOX_BOX_FUSED_ONE(KW, std::int32_t, P)            \
+  VOX_BOX_FUSED_ONE(KW, float, P)                   \
+  VOX_BOX_FUSED_ONE(KW, double, P)
 
 }  // namespace vox::detail::filt
 

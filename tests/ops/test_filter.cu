@@ -511,6 +511,32 @@ TYPED_TEST(FilterTyped, BoxWindowsAcrossTilesAndChunks) {
   }
 }
 
+// The walking box kernels' vector path: rows of a multiple of 16 bytes for every voxel type
+// (lanes load and store whole vectors), rows wider than one warp's columns (column groups whose
+// x halos come from their neighbours), windows of every x bucket, z only and x only, 2D too.
+TYPED_TEST(FilterTyped, BoxWindowsOnAlignedRows) {
+  using T = TypeParam;
+  const extent3 shapes[] = {{160, 37, 23}, {1040, 6, 5}};
+  const vox::filter_size sizes[] = {{5, 5, 5}, {9, 3, 7}, {33, 9, 3}, {17, 1, 1}, {1, 1, 5}};
+  std::uint32_t seed = 300;
+  int turn = 0;
+  const std::size_t n = VOX_BACKEND_CUDA ? std::size(sizes) : 2;
+  for (const extent3& e : shapes) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const vox::filter_size& s = sizes[i];
+      const border m = all_modes[turn++ % 4];
+      check_box<T>(box_op::uniform, e, s, opts(m, 3, 3.0), three, ++seed);
+      check_box<T>(box_op::erosion, e, s, opts(m, 3, -1.0), three, ++seed);
+      check_box<T>(box_op::dilation, e, s, opts(m, 3, 7.5), three, ++seed);
+    }
+    for (border m : all_modes) {
+      check_box<T>(box_op::uniform, e, {9, 7, 1}, opts(m, 2, 4.0), three, ++seed);
+      check_box<T>(box_op::erosion, e, {3, 9, 1}, opts(m, 2, 2.0), three, ++seed);
+      check_box<T>(box_op::dilation, e, {33, 1, 1}, opts(m, 2, 2.0), three, ++seed);
+    }
+  }
+}
+
 TYPED_TEST(FilterTyped, GaussianMatchesReference) {
   using T = TypeParam;
   for (border m : all_modes) {
