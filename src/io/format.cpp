@@ -4,9 +4,8 @@
 #include <optional>
 #include <string>
 
-#include <voxstream/io/tiff.hpp>
-
 #include "detail/text.hpp"
+#include "detail/tiff.hpp"
 
 namespace vox::io {
 

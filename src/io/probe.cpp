@@ -11,13 +11,13 @@
 #include <string_view>
 #include <vector>
 
-#include <voxstream/io/metaimage.hpp>
-#include <voxstream/io/nrrd.hpp>
-#include <voxstream/io/tiff.hpp>
-
 #include "detail/byte_stream.hpp"
 #include "detail/fail.hpp"
+#include "detail/header.hpp"
+#include "detail/metaimage.hpp"
+#include "detail/nrrd.hpp"
 #include "detail/text.hpp"
+#include "detail/tiff.hpp"
 
 namespace vox::io {
 

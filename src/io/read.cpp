@@ -9,10 +9,10 @@
 #include <utility>
 #include <variant>
 
-#include <voxstream/io/tiff.hpp>
-
 #include "detail/byte_stream.hpp"
 #include "detail/fail.hpp"
+#include "detail/header.hpp"
+#include "detail/tiff.hpp"
 
 namespace vox::io {
 

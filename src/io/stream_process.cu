@@ -30,6 +30,7 @@
 #include <thrust/transform.h>
 
 #include "../detail/cuda_check.hpp"
+#include "detail/fail.hpp"
 #include "detail/streamed_file.hpp"
 
 namespace vox {

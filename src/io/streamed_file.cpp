@@ -9,12 +9,11 @@
 #include <string>
 #include <utility>
 
-#include <voxstream/io/metaimage.hpp>
-#include <voxstream/io/nrrd.hpp>
-
 #include "detail/atomic_write.hpp"
 #include "detail/byte_stream.hpp"
 #include "detail/fail.hpp"
+#include "detail/metaimage.hpp"
+#include "detail/nrrd.hpp"
 #include "detail/write.hpp"
 
 namespace vox::io::detail {

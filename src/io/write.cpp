@@ -6,15 +6,15 @@
 #include <optional>
 #include <system_error>
 
-#include <voxstream/io/metaimage.hpp>
-#include <voxstream/io/nrrd.hpp>
 #include <voxstream/io/png.hpp>
-#include <voxstream/io/tiff.hpp>
 
 #include "detail/atomic_write.hpp"
 #include "detail/byte_stream.hpp"
 #include "detail/fail.hpp"
+#include "detail/metaimage.hpp"
+#include "detail/nrrd.hpp"
 #include "detail/text.hpp"
+#include "detail/tiff.hpp"
 #include "detail/write.hpp"
 
 namespace vox::io {

@@ -1,16 +1,28 @@
-// Private to io (the profile layer's timeline uses it too): files written under temporary names
-// and renamed into place, so that a file is either the old one or the complete new one.
-// Implemented in atomic_write.cpp.
+// Private to io (higher layers' sources may use it too): files written under temporary names and
+// renamed into place, so that a file is either the old one or the complete new one. Implemented
+// in atomic_write.cpp.
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <voxstream/io/format.hpp>
 
 namespace vox::io::detail {
+
+/// @brief Writes `path` atomically: `fill(tmp)` writes a temporary file in the same directory,
+///        which is then renamed over `path`. The temporary is removed if `fill` or the rename
+///        throws. Throws io_error.
+void write_atomically(const std::filesystem::path& path,
+                      const std::function<void(const std::filesystem::path& tmp)>& fill,
+                      const char* op);
+
+/// @brief write_atomically() of the bytes `bytes`.
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
+                           const char* op);
 
 /// Files written under temporary names in their final directories, renamed into place together
 /// by commit(); whatever was not committed is removed on destruction.

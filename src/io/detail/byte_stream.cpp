@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "fail.hpp"
+#include "test_hooks.hpp"
 
 namespace vox::io::detail {
 

@@ -1,6 +1,6 @@
 // Private to io: the bytes under the file formats. A POSIX file handle, byte sinks (a file, a
-// vector, a zlib/gzip deflate stream) and byte sources (a file range, memory, an inflate stream),
-// byte swapping, and the test hook that makes file writes fail. Implemented in byte_stream.cpp.
+// vector, a zlib/gzip deflate stream) and byte sources (a file range, memory, an inflate stream)
+// and byte swapping. Implemented in byte_stream.cpp, with the test hook of test_hooks.hpp.
 #pragma once
 
 #include <fcntl.h>

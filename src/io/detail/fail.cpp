@@ -4,6 +4,8 @@
 #include <limits>
 #include <system_error>
 
+#include <voxstream/io/format.hpp>
+
 namespace vox::io::detail {
 
 void throw_io(const char* op, const std::string& path, const std::string& what, const char* file,
