@@ -10,6 +10,8 @@
 
 #include <voxstream/io/format.hpp>
 
+#include "../src/io/detail/header.hpp"
+
 namespace vox_fuzz {
 
 namespace io = vox::io;

@@ -5,8 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include <voxstream/io/nrrd.hpp>
-
+#include "../src/io/detail/nrrd.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

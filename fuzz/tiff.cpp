@@ -5,8 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include <voxstream/io/tiff.hpp>
-
+#include "../src/io/detail/tiff.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,4 +1,4 @@
-#include <voxstream/io/metaimage.hpp>
+#include "detail/metaimage.hpp"
 
 #include <array>
 #include <cmath>
@@ -7,6 +7,9 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "detail/fail.hpp"
+#include "detail/text.hpp"
 
 namespace vox::io::detail {
 

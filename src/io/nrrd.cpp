@@ -1,4 +1,4 @@
-#include <voxstream/io/nrrd.hpp>
+#include "detail/nrrd.hpp"
 
 #include <array>
 #include <cctype>
@@ -7,6 +7,9 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "detail/fail.hpp"
+#include "detail/text.hpp"
 
 namespace vox::io::detail {
 

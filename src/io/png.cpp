@@ -14,6 +14,9 @@
 
 #include <voxstream/core/error.hpp>
 
+#include "detail/atomic_write.hpp"
+#include "detail/fail.hpp"
+
 namespace vox::io {
 
 namespace fs = std::filesystem;

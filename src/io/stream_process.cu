@@ -30,7 +30,8 @@
 #include <thrust/transform.h>
 
 #include "../detail/cuda_check.hpp"
-#include "streamed_file.hpp"
+#include "detail/fail.hpp"
+#include "detail/streamed_file.hpp"
 
 namespace vox {
 

@@ -1,4 +1,4 @@
-#include <voxstream/io/tiff.hpp>
+#include "detail/tiff.hpp"
 
 #if VOXSTREAM_HAVE_TIFF
 
@@ -14,6 +14,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "detail/fail.hpp"
+#include "detail/text.hpp"
 
 namespace vox::io::detail {
 

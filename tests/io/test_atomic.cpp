@@ -8,6 +8,7 @@
 #include <voxstream/io/format.hpp>
 #include <voxstream/io/png.hpp>
 
+#include "../../src/io/detail/test_hooks.hpp"
 #include "io_test_util.hpp"
 
 namespace {

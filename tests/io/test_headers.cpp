@@ -6,9 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <voxstream/io/format.hpp>
-#include <voxstream/io/metaimage.hpp>
-#include <voxstream/io/nrrd.hpp>
 
+#include "../../src/io/detail/header.hpp"
+#include "../../src/io/detail/metaimage.hpp"
+#include "../../src/io/detail/nrrd.hpp"
 #include "io_test_util.hpp"
 
 namespace {

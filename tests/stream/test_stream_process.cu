@@ -29,6 +29,7 @@
 #include <voxstream/ops/transform.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../../src/io/detail/test_hooks.hpp"
 #include "../io/io_test_util.hpp"
 
 #if VOX_BACKEND_CUDA

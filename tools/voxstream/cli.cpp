@@ -26,6 +26,7 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/io/format.hpp>
 
+#include "../../src/io/detail/text.hpp"
 #include "output_guard.hpp"
 
 namespace vox::cli {

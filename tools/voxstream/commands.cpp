@@ -8,6 +8,8 @@
 
 #include <voxstream/io/png.hpp>
 
+#include "../../src/io/detail/text.hpp"
+
 namespace vox::cli {
 
 namespace {

@@ -11,6 +11,8 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/ops/geometry.hpp>
 
+#include "../../src/io/detail/text.hpp"
+
 namespace vox::cli {
 
 namespace {

@@ -7,13 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <variant>
-#include <vector>
 
 #include <voxstream/core/dtype.hpp>
 #include <voxstream/core/error.hpp>
@@ -172,71 +169,6 @@ using any_host_volume =
 void write_any(const std::filesystem::path& path, const any_host_volume& v,
                const write_options& opt = {});
 
-namespace detail {
-
-/// @brief Throws io_error with "voxstream: <op>: '<path>': <what> (<file>:<line>)".
-[[noreturn]] void throw_io(const char* op, const std::string& path, const std::string& what,
-                           const char* file, int line);
-
-/// @brief Writes `path` atomically: `fill(tmp)` writes a temporary file in the same directory,
-///        which is then renamed over `path`. The temporary is removed if `fill` or the rename
-///        throws. Throws io_error.
-void write_atomically(const std::filesystem::path& path,
-                      const std::function<void(const std::filesystem::path& tmp)>& fill,
-                      const char* op);
-
-/// @brief write_atomically() of the bytes `bytes`.
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
-                           const char* op);
-
-/// @brief Decodes the voxels of an attached header from memory: `payload` starts at
-///        info.data_offset of the file. Fills `dst` (dst_bytes == info.data_bytes()) in native
-///        byte order. For the fuzzers and tests. Throws io_error naming `name`.
-void decode_payload(const volume_info& info, std::string_view payload, void* dst,
-                    std::size_t dst_bytes, std::string_view name);
-
-/// @brief A header parsed from memory, before its data file is looked at.
-struct parsed_header {
-  volume_info info;             ///< header_file and data_file empty; offsets not yet resolved
-  std::string data_file;        ///< as written in the header; empty when the voxels are attached
-  std::size_t header_bytes{0};  ///< where attached voxels begin in the text
-  std::uint64_t line_skip{0};   ///< NRRD "line skip": lines to skip in the data file first
-  std::uint64_t byte_skip{0};   ///< bytes to skip: in the file (raw), decompressed (gzip)
-  bool data_at_end{false};      ///< the voxels are the last data_bytes() bytes of the data file
-};
-
-/// @brief Throws io_error unless `e` is non-empty and e.voxels() * dtype_size(t) fits in 63 bits.
-void check_extent(const extent3& e, dtype t, const char* op, std::string_view name);
-
-// Locale-independent text helpers shared by the header parsers.
-[[nodiscard]] std::string_view trim(std::string_view s) noexcept;
-[[nodiscard]] bool iequals(std::string_view a, std::string_view b) noexcept;
-[[nodiscard]] std::vector<std::string_view> split_ws(std::string_view s);
-[[nodiscard]] bool parse_u64(std::string_view s, std::uint64_t& out) noexcept;
-[[nodiscard]] bool parse_i64(std::string_view s, std::int64_t& out) noexcept;
-/// @brief Parses a double ("nan", "inf" and a leading '+' accepted), the whole of `s`.
-[[nodiscard]] bool parse_double(std::string_view s, double& out) noexcept;
-/// @brief The shortest text that parses back to exactly `v`.
-[[nodiscard]] std::string format_double(double v);
-/// @brief At most `n` characters of `s`, printable, for messages.
-[[nodiscard]] std::string excerpt(std::string_view s, std::size_t n = 60);
-
-/// @brief For a header parsed from the in-memory file `file` with attached voxels (no data file):
-///        fills `info` as probe() would (offsets, skips) and returns the bytes that hold the
-///        voxels (or the compressed stream). Throws io_error naming `name` when the voxels
-///        cannot be there (truncated). For the fuzzers and tests.
-[[nodiscard]] std::string_view attached_payload(const parsed_header& ph, std::string_view file,
-                                                volume_info& info, std::string_view name);
-
-/// @brief Test hook: make the next file writes fail (io_error) once `bytes` more bytes have been
-///        written; std::uint64_t(-1) (the default) disables it. Not thread-safe.
-void fail_writes_after(std::uint64_t bytes) noexcept;
-
-}  // namespace detail
-
 }  // namespace io
 }  // namespace vox
 
-/// @brief Throws vox::io::io_error naming `op`, the file `path` and file:line.
-#define VOX_IO_FAIL(op, path, what) \
-  ::vox::io::detail::throw_io((op), (path), (what), __FILE__, __LINE__)

@@ -1,12 +1,12 @@
-/// @file metaimage.hpp
-/// @brief MetaImage headers (ITK's .mha / .mhd), parsed from and formatted to memory. Files are
-///        read and written through vox::io::probe / read / write (format.hpp).
-///
-/// Read: NDims 1..3, DimSize, ElementType MET_UCHAR / MET_USHORT / MET_SHORT / MET_INT /
-/// MET_FLOAT / MET_DOUBLE, ElementSpacing (or ElementSize), Offset (or Origin, Position),
-/// BinaryDataByteOrderMSB (or ElementByteOrderMSB), CompressedData (zlib) with an optional
-/// CompressedDataSize, HeaderSize (-1 too), ElementDataFile LOCAL (.mha) or a file name (.mhd).
-/// Other keys (TransformMatrix, AnatomicalOrientation, ...) are accepted and ignored.
+// Private to io (tests and fuzzers use it too): MetaImage headers (ITK's .mha / .mhd), parsed
+// from and formatted to memory. Implemented in src/io/metaimage.cpp. Files are read and written
+// through vox::io::probe / read / write (format.hpp).
+//
+// Read: NDims 1..3, DimSize, ElementType MET_UCHAR / MET_USHORT / MET_SHORT / MET_INT /
+// MET_FLOAT / MET_DOUBLE, ElementSpacing (or ElementSize), Offset (or Origin, Position),
+// BinaryDataByteOrderMSB (or ElementByteOrderMSB), CompressedData (zlib) with an optional
+// CompressedDataSize, HeaderSize (-1 too), ElementDataFile LOCAL (.mha) or a file name (.mhd).
+// Other keys (TransformMatrix, AnatomicalOrientation, ...) are accepted and ignored.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,8 @@
 #include <string_view>
 
 #include <voxstream/io/format.hpp>
+
+#include "header.hpp"
 
 namespace vox::io::detail {
 

@@ -1,13 +1,12 @@
-/// @file tiff.hpp
-/// @brief TIFF stacks through libtiff: one page per z-slice, one sample per pixel, 8/16-bit
-///        unsigned, 16/32-bit signed, 32/64-bit float; strips or tiles, any compression libtiff
-///        decodes. Files are read and written through vox::io::probe / read / write
-///        (format.hpp); vox::io::tiff_supported() says whether this build has them. These
-///        detail functions exist only when VOXSTREAM_HAVE_TIFF is 1.
-///
-/// Written: little- or big-endian ("II"/"MM"; BigTIFF above 4 GiB), uncompressed or deflate
-/// (write_options::enc == gzip), x/y spacing as 1/XResolution and 1/YResolution (no unit), and
-/// an ImageJ-style ImageDescription ("spacing=" for z, "voxstream_origin=x,y,z") that is read back.
+// Private to io (tests and fuzzers use it too): TIFF stacks through libtiff, one page per z-slice,
+// one sample per pixel, 8/16-bit unsigned, 16/32-bit signed, 32/64-bit float; strips or tiles,
+// any compression libtiff decodes. Implemented in src/io/tiff.cpp. Files are read and written
+// through vox::io::probe / read / write (format.hpp); vox::io::tiff_supported() says whether this
+// build has them. These functions exist only when VOXSTREAM_HAVE_TIFF is 1.
+//
+// Written: little- or big-endian ("II"/"MM"; BigTIFF above 4 GiB), uncompressed or deflate
+// (write_options::enc == gzip), x/y spacing as 1/XResolution and 1/YResolution (no unit), and
+// an ImageJ-style ImageDescription ("spacing=" for z, "voxstream_origin=x,y,z") that is read back.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +28,7 @@ namespace vox::io::detail {
 void read_tiff(const volume_info& info, std::size_t z0, std::size_t nz, void* dst,
                std::size_t dst_bytes);
 /// @brief Writes `info.extent` voxels of type `info.type` from `data` as a TIFF stack at `path`
-///        (not atomically: format.cpp passes a temporary path). Throws io_error.
+///        (not atomically: write.cpp passes a temporary path). Throws io_error.
 void write_tiff(const std::filesystem::path& path, const void* data, const volume_info& info,
                 bool deflate);
 

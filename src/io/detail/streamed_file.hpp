@@ -1,6 +1,6 @@
-// Internal (not installed): volume files read and written slab by slab, for vox::stream_process
-// (file_source, file_sink). Implemented in format.cpp, next to the whole-volume readers and
-// writers whose internals (temporary files, byte order, zlib streams, headers) they share.
+// Private to io: volume files read and written slab by slab, for vox::stream_process
+// (file_source, file_sink). Implemented in src/io/streamed_file.cpp, over the internals that the
+// whole-volume readers and writers use too (detail/: temporary files, byte order, zlib streams).
 #pragma once
 
 #include <cstddef>
