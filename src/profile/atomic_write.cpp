@@ -3,7 +3,7 @@
 #include <string>
 
 #include <voxstream/core/error.hpp>
-#include <voxstream/io/format.hpp>  // io::detail::write_file_atomically
+#include "../io/detail/atomic_write.hpp"
 
 namespace vox::profile {
 
