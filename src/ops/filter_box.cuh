@@ -33,12 +33,24 @@ inline constexpr int wk_threads = 128;
 inline constexpr int wk_warps = wk_threads / 32;
 inline constexpr idx_t bx_max_r = 16;  ///< x radius of the fused x pass
 
-/// Voxels per lane: one 16-byte vector.
-template <class T>
-inline constexpr int wk_elems = static_cast<int>(16 / sizeof(T));
-/// Lanes each side of a warp that only feed the x window of bucket R (0: no x pass).
-template <class T, int R>
-inline constexpr int wk_halo_lanes = R == 0 ? 0 : (R + wk_elems<T> - 1) / wk_elems<T>;
+/// The shape of a walk's lane: VB bytes of E adjacent voxels (one vector of NW words; 16 bytes,
+/// 8 for the mean of 8-bit voxels, whose E running sums would otherwise crowd the registers),
+/// and the x window of bucket R: EDGE (R <= E) when it fits in one lane's neighbours, so that
+/// every lane stores and lanes 0 and 31 also walk the HE voxels (HW words) of halo beyond the
+/// warp; otherwise the outer H lanes of a warp only feed the window.
+template <class T, int OP, int R>
+struct wk_shape {
+  static constexpr int VB = (OP == 0 && sizeof(T) == 1) ? 8 : 16;
+  static constexpr int E = VB / static_cast<int>(sizeof(T));
+  static constexpr int NW = VB / 4;
+  static constexpr bool EDGE = R > 0 && R <= E;
+  static constexpr int H = (R == 0 || EDGE) ? 0 : (R + E - 1) / E;
+  static constexpr int HE = R * static_cast<int>(sizeof(T)) >= 4 ? R
+                            : sizeof(T) >= 4                     ? 1
+                                                                 : static_cast<int>(4 / sizeof(T));
+  static constexpr int HW = HE * static_cast<int>(sizeof(T)) / 4;
+  static constexpr int COLS = E * (32 - 2 * H);  ///< output columns of a warp
+};
 
 /// Accumulators of the mean: Z for the walk's running sum, S for the x pass. Exact integers
 /// where the window's sum fits (checked on the host), double for the running sum of floating
@@ -50,26 +62,32 @@ using box_z_acc_t =
 template <class T>
 using box_s_acc_t = std::conditional_t<std::is_floating_point_v<T>, T, box_z_acc_t<T>>;
 
-/// Division of a pass's sum by its window size, as the 1D passes do it: for integer sums the
-/// exact quotient truncated toward zero (an estimate corrected by one step: in float where the
-/// sums stay under 2^22, so that the estimate is within one, in double otherwise), for floating
-/// sums a multiply by the reciprocal.
+/// Division of a pass's sum by its window size k, as the 1D passes do it: for integer sums the
+/// exact quotient truncated toward zero, for floating sums a multiply by the reciprocal. Integer
+/// sums under 2^24 in magnitude (8- and 16-bit voxels, windows up to 255) take a multiply by
+/// m = ceil(2^p / k) and a shift by p = 24 + ceil(log2 k), exact for every such sum (the error
+/// n (m k - 2^p) / (k 2^p) stays under 1 / k); larger ones a double estimate corrected by one.
 template <class A>
 struct box_div {
   double inv;
-  float finv;
   A k;
+  unsigned m;
+  int p;
   bool small;
   __device__ __forceinline__ A operator()(A n) const {
     if constexpr (std::is_integral_v<A>) {
       const A a = n < 0 ? -n : n;
-      A q = small ? static_cast<A>(static_cast<float>(a) * finv)
-                  : static_cast<A>(static_cast<double>(a) * inv);
-      const A rem = a - q * k;
-      if (rem >= k) {
-        ++q;
-      } else if (rem < 0) {
-        --q;
+      A q;
+      if (small) {
+        q = static_cast<A>((static_cast<unsigned long long>(static_cast<unsigned>(a)) * m) >> p);
+      } else {
+        q = static_cast<A>(static_cast<double>(a) * inv);
+        const A rem = a - q * k;
+        if (rem >= k) {
+          ++q;
+        } else if (rem < 0) {
+          --q;
+        }
       }
       return n < 0 ? -q : q;
     } else {
@@ -78,12 +96,23 @@ struct box_div {
   }
 };
 
-/// The division of a radius-r window whose sums stay under `biggest` in magnitude.
+/// The division of a radius-r window whose voxels (and cval) stay under `biggest` in magnitude.
 template <class A>
 box_div<A> make_box_div(idx_t r, double biggest) {
-  const double k = static_cast<double>(2 * r + 1);
-  return {1.0 / k, static_cast<float>(1.0 / k), static_cast<A>(2 * r + 1),
-          biggest * k < 4194304.0};
+  const idx_t k = 2 * r + 1;
+  box_div<A> d{};
+  d.inv = 1.0 / static_cast<double>(k);
+  d.k = static_cast<A>(k);
+  int lg = 0;
+  while ((idx_t{1} << lg) < k) ++lg;
+  d.p = 24 + lg;
+  d.small = std::is_integral_v<A> && biggest * static_cast<double>(k) < 16777216.0 && k <= 255;
+  if (d.small) {
+    const unsigned long long num = 1ull << d.p;
+    d.m = static_cast<unsigned>((num + static_cast<unsigned long long>(k) - 1) /
+                                static_cast<unsigned long long>(k));
+  }
+  return d;
 }
 
 template <int OP, class T>  // OP: 0 sum, 1 min, 2 max
@@ -97,13 +126,109 @@ __device__ __forceinline__ T box_combine(T a, T b) {
   }
 }
 
-/// One lane's 16 bytes as voxels or as words (for vector loads, stores and shuffles).
-template <class T>
-union wk_pack {
-  T v[wk_elems<T>];
-  uint4 q;
-  unsigned u[4];
+/// A lane's N voxels as voxels or as W words (vector loads and stores, shuffles, SIMD).
+template <class T, int N, int W>
+union wk_words {
+  T v[N];
+  unsigned u[W];
 };
+
+template <int W>
+__device__ __forceinline__ void load_words(unsigned (&u)[W], const void* p) {
+  if constexpr (W == 4) {
+    const uint4 q = *static_cast<const uint4*>(p);
+    u[0] = q.x;
+    u[1] = q.y;
+    u[2] = q.z;
+    u[3] = q.w;
+  } else if constexpr (W == 2) {
+    const uint2 q = *static_cast<const uint2*>(p);
+    u[0] = q.x;
+    u[1] = q.y;
+  } else {
+#pragma unroll
+    for (int k = 0; k < W; ++k) u[k] = static_cast<const unsigned*>(p)[k];
+  }
+}
+template <int W>
+__device__ __forceinline__ void store_words(void* p, const unsigned (&u)[W]) {
+  if constexpr (W == 4) {
+    *static_cast<uint4*>(p) = make_uint4(u[0], u[1], u[2], u[3]);
+  } else if constexpr (W == 2) {
+    *static_cast<uint2*>(p) = make_uint2(u[0], u[1]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < W; ++k) static_cast<unsigned*>(p)[k] = u[k];
+  }
+}
+
+/// 8- and 16-bit voxels take SIMD min and max on whole words.
+template <class T>
+inline constexpr bool wk_simd = sizeof(T) <= 2;
+
+template <int OP, class T>
+__device__ __forceinline__ unsigned simd_combine(unsigned a, unsigned b) {
+  if constexpr (sizeof(T) == 1) {
+    return OP == 1 ? __vminu4(a, b) : __vmaxu4(a, b);
+  } else if constexpr (std::is_signed_v<T>) {
+    return OP == 1 ? __vmins2(a, b) : __vmaxs2(a, b);
+  } else {
+    return OP == 1 ? __vminu2(a, b) : __vmaxu2(a, b);
+  }
+}
+
+/// a = min or max (OP 1, 2) of a and b, voxel by voxel, N voxels in W words.
+template <int OP, class T, int N, int W>
+__device__ __forceinline__ void combine_words(T (&a)[N], unsigned (&aw)[W], const T (&b)[N],
+                                              const unsigned (&bw)[W]) {
+  if constexpr (wk_simd<T>) {
+#pragma unroll
+    for (int k = 0; k < W; ++k) aw[k] = simd_combine<OP, T>(aw[k], bw[k]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) a[j] = box_combine<OP>(a[j], b[j]);
+  }
+}
+
+/// map_border for indices at most n outside [0, n), without a division (most walk borders);
+/// farther ones go out of line.
+__device__ __forceinline__ idx_t map_near(idx_t i, idx_t n, border mode) {
+  if (i >= 0 && i < n) return i;
+  if (i >= -n && i < 2 * n) {
+    switch (mode) {
+      case border::nearest:
+        return i < 0 ? 0 : n - 1;
+      case border::constant:
+        return -1;
+      case border::wrap:
+        return i < 0 ? i + n : i - n;
+      default:  // reflect: d c b a | a b c d | d c b a
+        return i < 0 ? -1 - i : 2 * n - 1 - i;
+    }
+  }
+  return map_outside(i, n, mode);
+}
+
+/// map_border of a column, in 32 bits and inline (no call in the lanes' unrolled loads).
+__device__ __forceinline__ int map_col(int c, int n, border mode) {
+  if (static_cast<unsigned>(c) < static_cast<unsigned>(n)) return c;
+  switch (mode) {
+    case border::nearest:
+      return c < 0 ? 0 : n - 1;
+    case border::constant:
+      return -1;
+    case border::wrap: {
+      const int r = c % n;
+      return r < 0 ? r + n : r;
+    }
+    default: {
+      const int p = 2 * n;
+      int r = c % p;
+      if (r < 0) r += p;
+      return r < n ? r : p - 1 - r;
+    }
+  }
+}
 
 /// Geometry of one slab launch of the walking kernel.
 struct walk_geom {
@@ -123,19 +248,25 @@ struct walk_geom {
 };
 
 /// The walking box kernel. Each warp owns `cols` output columns of one row of the other axis and
-/// walks a chunk of the walk axis; lane l holds columns x0 + E l .. + E - 1 (one 16-byte vector;
-/// VEC: rows are 16-byte aligned, so lanes whose columns are all inside load and store vectors).
-/// Per step: the walk's result (mean: the running sum's quotient, requantised; min/max: over the
-/// window's rows); with R > 0 the x window from the neighbouring lanes (constant mode: columns
-/// outside the volume read cval), requantised; lanes H .. 31 - H store.
+/// walks a chunk of the walk axis; each lane holds E = 16 / sizeof(T) adjacent columns (VEC: rows
+/// are 16-byte aligned, so lanes whose columns are all inside load and store one vector). Per
+/// step: the walk's result (mean: the running sum's quotient, requantised; min/max: over the
+/// window's rows, SIMD for 8- and 16-bit voxels); with R > 0 the x window of each voxel from
+/// the neighbouring lanes by shuffles (constant mode: columns outside the volume read cval),
+/// requantised. With R <= E lanes 0 and 31 also walk the halo columns beyond the warp and every
+/// lane stores; with R > E the outer H lanes are only halo.
 template <class T, class Z, class S, int OP, int R, bool VEC>
-__global__ void __launch_bounds__(wk_threads, R >= 8 ? 4 : 6)
+__global__ void __launch_bounds__(wk_threads, 4)
     walk_kernel(const T* __restrict__ in, T* __restrict__ out, walk_geom g, border mode, T cval,
                 box_div<Z> dw, box_div<S> dx) {
-  constexpr int E = wk_elems<T>;
-  constexpr int H = wk_halo_lanes<T, R>;
+  using shape = wk_shape<T, OP, R>;
+  constexpr int E = shape::E, NW = shape::NW, H = shape::H, HE = shape::HE, HW = shape::HW;
+  constexpr bool EDGE = shape::EDGE;
   constexpr bool MEAN = OP == 0;
+  using pack = wk_words<T, E, NW>;
+  using halo = wk_words<T, HE, HW>;
   const int lane = static_cast<int>(threadIdx.x % 32);
+  const int nx = static_cast<int>(g.nx);
   const idx_t step = static_cast<idx_t>(gridDim.x) * wk_warps;
   for (idx_t wid = static_cast<idx_t>(blockIdx.x) * wk_warps + threadIdx.x / 32; wid < g.warps;
        wid += step) {
@@ -144,113 +275,216 @@ __global__ void __launch_bounds__(wk_threads, R >= 8 ? 4 : 6)
     const idx_t base = (g.obegin + rest % g.on) * g.ostride;
     const idx_t w0 = g.wbegin + (rest / g.on) * g.chunk;
     const idx_t w1 = w0 + g.chunk < g.wend ? w0 + g.chunk : g.wend;
-    const idx_t x0 = xgi * g.cols - H * E + lane * E;
-    const bool fast = VEC && x0 >= 0 && x0 + E <= g.nx;
-    if (R == 0 && x0 >= g.nx) continue;  // no shuffles without an x pass
-    // Row wi of the walk (mapped by the border) into v.
-    auto load = [&](idx_t wi, wk_pack<T>& v) {
-      const idx_t m = map_fast(wi, g.wn, mode);
+    const int x0 = static_cast<int>(xgi * g.cols) - H * E + lane * E;
+    if (R == 0 && x0 >= nx) continue;  // no shuffles without an x pass
+    // Whether another lane's x window reads this lane's columns (lanes beyond skip their loads).
+    const bool need = R == 0 || (EDGE ? x0 - E < nx : (x0 < nx + R && x0 + E > -R));
+    const bool inside = x0 >= 0 && x0 + E <= nx;
+    const bool edge = EDGE && (lane == 0 || lane == 31);
+    const int hx0 = lane == 0 ? x0 - HE : x0 + E;  // an edge lane's halo columns
+    const bool hinside = hx0 >= 0 && hx0 + HE <= nx;
+    // N columns from c0 of row wi of the walk (mapped by the border); vector loads where the
+    // columns are inside and the rows aligned.
+    auto load_cols = [&](idx_t wi, int c0, bool in_row, auto& w) {
+      constexpr int N = sizeof(w.v) / sizeof(T);
+      const idx_t m = map_near(wi, g.wn, mode);
       if (m < 0) {
 #pragma unroll
-        for (int j = 0; j < E; ++j) v.v[j] = cval;
+        for (int j = 0; j < N; ++j) w.v[j] = cval;
         return;
       }
       const T* p = in + base + m * g.wstride;
-      if (fast) {
-        v.q = *reinterpret_cast<const uint4*>(p + x0);
+      if (in_row) {
+        if constexpr (VEC) {
+          load_words(w.u, p + c0);
+        } else {
+#pragma unroll
+          for (int j = 0; j < N; ++j) w.v[j] = p[c0 + j];
+        }
       } else {
 #pragma unroll
-        for (int j = 0; j < E; ++j) {
-          const idx_t mc = map_fast(x0 + j, g.nx, mode);
-          v.v[j] = mc < 0 ? cval : p[mc];
+        for (int j = 0; j < N; ++j) {
+          const int mc = map_col(c0 + j, nx, mode);
+          w.v[j] = mc < 0 ? cval : p[mc];
         }
       }
     };
+    auto load = [&](idx_t wi, pack& v) {
+      if (need) load_cols(wi, x0, inside, v);
+    };
+    [[maybe_unused]] auto load_halo = [&](idx_t wi, halo& h) {
+      if (edge) load_cols(wi, hx0, hinside, h);
+    };
     [[maybe_unused]] Z acc[E];
+    [[maybe_unused]] Z hacc[EDGE ? HE : 1];
     if constexpr (MEAN) {
 #pragma unroll
       for (int j = 0; j < E; ++j) acc[j] = Z(0);
+      if constexpr (EDGE) {
+#pragma unroll
+        for (int j = 0; j < HE; ++j) hacc[j] = Z(0);
+      }
       for (idx_t d = -g.rw; d <= g.rw; ++d) {
-        wk_pack<T> v;
-        load(w0 + d, v);
+        pack v;
+        load(d + w0, v);
 #pragma unroll
         for (int j = 0; j < E; ++j) acc[j] += static_cast<Z>(v.v[j]);
+        if constexpr (EDGE) {
+          halo h;
+          load_halo(d + w0, h);
+#pragma unroll
+          for (int j = 0; j < HE; ++j) hacc[j] += static_cast<Z>(h.v[j]);
+        }
       }
     }
     for (idx_t wi = w0; wi < w1; ++wi) {
-      wk_pack<T> yv;
-      [[maybe_unused]] wk_pack<T> vin, vout;
+      pack yv;
+      [[maybe_unused]] halo yh;
+      [[maybe_unused]] pack vin, vout;
+      [[maybe_unused]] halo hin, hout;
       const bool more = wi + 1 < w1;
       if constexpr (MEAN) {
         // The next step's rows first, so that their loads are in flight through this step.
         if (more) {
           load(wi + g.rw + 1, vin);
           load(wi - g.rw, vout);
+          if constexpr (EDGE) {
+            load_halo(wi + g.rw + 1, hin);
+            load_halo(wi - g.rw, hout);
+          }
         }
 #pragma unroll
         for (int j = 0; j < E; ++j) yv.v[j] = to_voxel<T>(dw(acc[j]));
+        if constexpr (EDGE) {
+#pragma unroll
+          for (int j = 0; j < HE; ++j) yh.v[j] = to_voxel<T>(dw(hacc[j]));
+        }
       } else {
         load(wi - g.rw, yv);
+        if constexpr (EDGE) load_halo(wi - g.rw, yh);
         for (idx_t d = 1 - g.rw; d <= g.rw; ++d) {
-          wk_pack<T> v;
+          pack v;
           load(wi + d, v);
-#pragma unroll
-          for (int j = 0; j < E; ++j) yv.v[j] = box_combine<OP>(yv.v[j], v.v[j]);
+          combine_words<OP>(yv.v, yv.u, v.v, v.u);
+          if constexpr (EDGE) {
+            halo h;
+            load_halo(wi + d, h);
+            combine_words<OP>(yh.v, yh.u, h.v, h.u);
+          }
         }
       }
-      wk_pack<T> res;
+      pack res;
       if constexpr (R > 0) {
-        if (!fast && mode == border::constant) {
+        if (mode == border::constant) {
+          // The x pass reads cval outside the volume.
+          if (!inside) {
 #pragma unroll
-          for (int j = 0; j < E; ++j)
-            if (x0 + j < 0 || x0 + j >= g.nx) yv.v[j] = cval;
+            for (int j = 0; j < E; ++j)
+              if (x0 + j < 0 || x0 + j >= nx) yv.v[j] = cval;
+          }
+          if constexpr (EDGE) {
+            if (edge && !hinside) {
+#pragma unroll
+              for (int j = 0; j < HE; ++j)
+                if (hx0 + j < 0 || hx0 + j >= nx) yh.v[j] = cval;
+            }
+          }
         }
-        // ext[R + c] holds the walk result of column x0 + c, c in [-R, E + R).
-        T ext[E + 2 * R];
+        if constexpr (EDGE) {
+          // ext: HE voxels left of the lane's columns, its E, HE right of them.
+          wk_words<T, 2 * HE + E, 2 * HW + NW> ext;
 #pragma unroll
-        for (int j = 0; j < E; ++j) ext[R + j] = yv.v[j];
+          for (int k = 0; k < HW; ++k) {
+            const unsigned l = __shfl_up_sync(0xffffffffu, yv.u[NW - HW + k], 1);
+            const unsigned r = __shfl_down_sync(0xffffffffu, yv.u[k], 1);
+            ext.u[k] = lane == 0 ? yh.u[k] : l;
+            ext.u[HW + NW + k] = lane == 31 ? yh.u[k] : r;
+          }
 #pragma unroll
-        for (int h = 1; h <= H; ++h) {
-          wk_pack<T> lf, rt;
+          for (int k = 0; k < NW; ++k) ext.u[HW + k] = yv.u[k];
+          if constexpr (!MEAN && wk_simd<T>) {
+            // Each output word: min or max over its window's shifted words.
+            constexpr int EPW = static_cast<int>(4 / sizeof(T));
 #pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            lf.u[k] = __shfl_up_sync(0xffffffffu, yv.u[k], h);
-            rt.u[k] = __shfl_down_sync(0xffffffffu, yv.u[k], h);
+            for (int k = 0; k < NW; ++k) {
+              unsigned a = ext.u[HW + k];
+#pragma unroll
+              for (int d = -R; d <= R; ++d) {
+                if (d == 0 || (d < 0 ? -d : d) > g.rx) continue;
+                const int b = (HE + k * EPW + d) * static_cast<int>(sizeof(T));
+                const int q = b / 4, sh = b % 4;
+                const unsigned v =
+                    sh == 0 ? ext.u[q] : __funnelshift_r(ext.u[q], ext.u[q + 1], 8 * sh);
+                a = simd_combine<OP, T>(a, v);
+              }
+              res.u[k] = a;
+            }
+          } else {
+#pragma unroll
+            for (int j = 0; j < E; ++j) {
+              S a = static_cast<S>(ext.v[HE + j]);
+#pragma unroll
+              for (int d = 1; d <= R; ++d) {
+                if (d <= g.rx) {
+                  a = box_combine<OP>(a, static_cast<S>(ext.v[HE + j - d]));
+                  a = box_combine<OP>(a, static_cast<S>(ext.v[HE + j + d]));
+                }
+              }
+              if constexpr (MEAN) {
+                res.v[j] = to_voxel<T>(dx(a));
+              } else {
+                res.v[j] = static_cast<T>(a);
+              }
+            }
+          }
+        } else {
+          // ext[R + c] holds the walk result of column x0 + c, c in [-R, E + R).
+          T ext[E + 2 * R];
+#pragma unroll
+          for (int j = 0; j < E; ++j) ext[R + j] = yv.v[j];
+#pragma unroll
+          for (int h = 1; h <= H; ++h) {
+            pack lf, rt;
+#pragma unroll
+            for (int k = 0; k < NW; ++k) {
+              lf.u[k] = __shfl_up_sync(0xffffffffu, yv.u[k], h);
+              rt.u[k] = __shfl_down_sync(0xffffffffu, yv.u[k], h);
+            }
+#pragma unroll
+            for (int j = 0; j < E; ++j) {
+              const int il = R - h * E + j, ir = R + h * E + j;
+              if (il >= 0) ext[il] = lf.v[j];
+              if (ir < E + 2 * R) ext[ir] = rt.v[j];
+            }
           }
 #pragma unroll
           for (int j = 0; j < E; ++j) {
-            const int il = R - h * E + j, ir = R + h * E + j;
-            if (il >= 0) ext[il] = lf.v[j];
-            if (ir < E + 2 * R) ext[ir] = rt.v[j];
-          }
-        }
+            S a = static_cast<S>(ext[R + j]);
 #pragma unroll
-        for (int j = 0; j < E; ++j) {
-          S a = static_cast<S>(ext[R + j]);
-#pragma unroll
-          for (int d = 1; d <= R; ++d) {
-            if (d <= g.rx) {
-              a = box_combine<OP>(a, static_cast<S>(ext[R + j - d]));
-              a = box_combine<OP>(a, static_cast<S>(ext[R + j + d]));
+            for (int d = 1; d <= R; ++d) {
+              if (d <= g.rx) {
+                a = box_combine<OP>(a, static_cast<S>(ext[R + j - d]));
+                a = box_combine<OP>(a, static_cast<S>(ext[R + j + d]));
+              }
             }
-          }
-          if constexpr (MEAN) {
-            res.v[j] = to_voxel<T>(dx(a));
-          } else {
-            res.v[j] = static_cast<T>(a);
+            if constexpr (MEAN) {
+              res.v[j] = to_voxel<T>(dx(a));
+            } else {
+              res.v[j] = static_cast<T>(a);
+            }
           }
         }
       } else {
         res = yv;
       }
-      if (lane >= H && lane < 32 - H) {
+      if (lane >= H && lane < 32 - H && x0 < nx) {
         T* p = out + base + wi * g.wstride;
-        if (fast) {
-          *reinterpret_cast<uint4*>(p + x0) = res.q;
+        if (VEC && inside) {
+          store_words(p + x0, res.u);
         } else {
 #pragma unroll
           for (int j = 0; j < E; ++j)
-            if (x0 + j >= 0 && x0 + j < g.nx) p[x0 + j] = res.v[j];
+            if (x0 + j >= 0 && x0 + j < nx) p[x0 + j] = res.v[j];
         }
       }
       if constexpr (MEAN) {
@@ -258,6 +492,11 @@ __global__ void __launch_bounds__(wk_threads, R >= 8 ? 4 : 6)
 #pragma unroll
           for (int j = 0; j < E; ++j)
             acc[j] += static_cast<Z>(vin.v[j]) - static_cast<Z>(vout.v[j]);
+          if constexpr (EDGE) {
+#pragma unroll
+            for (int j = 0; j < HE; ++j)
+              hacc[j] += static_cast<Z>(hin.v[j]) - static_cast<Z>(hout.v[j]);
+          }
         }
       }
     }
@@ -368,7 +607,7 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
                    volume<T>* scratch, radii r, const filter_options& o) {
   const extent3 e = in.extent();
   if (o.dims == 2) r.z = 0;
-  if (r.x > bx_max_r) return false;
+  if (r.x > bx_max_r || e.x > (std::size_t{1} << 30)) return false;
   T cval{};
   constexpr bool mean = P == pass_op::mean;
   if constexpr (mean) {
@@ -389,8 +628,12 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   const box_div<Z> dz = make_box_div<Z>(r.z, big), dy = make_box_div<Z>(r.y, big);
   const box_div<S> dx = make_box_div<S>(r.x, big);
   const int bucket = r.x == 0 ? 0 : r.x <= 2 ? 2 : r.x <= 4 ? 4 : r.x <= 8 ? 8 : 16;
-  constexpr int E = wk_elems<T>;
-  const int cols_xy = E * (32 - 2 * (bucket == 0 ? 0 : (bucket + E - 1) / E));
+  constexpr int OPI = P == pass_op::mean ? 0 : P == pass_op::min ? 1 : 2;
+  const int cols_xy = bucket == 0    ? wk_shape<T, OPI, 0>::COLS
+                      : bucket == 2  ? wk_shape<T, OPI, 2>::COLS
+                      : bucket == 4  ? wk_shape<T, OPI, 4>::COLS
+                      : bucket == 8  ? wk_shape<T, OPI, 8>::COLS
+                                     : wk_shape<T, OPI, 16>::COLS;
   // The z walk's chunks re-read 2 rz halo slices each: slabs of at least 8 rz slices keep that
   // under a quarter.
   const idx_t min_depth = zp ? std::max<idx_t>(16, 8 * r.z) : 1;
@@ -410,7 +653,7 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
     T* d = dst.data();
     exec::run_op(streams, op, plan, {vox::read(in, hz), vox::write(dst)},
                  [&](stream_view s, const slab& w) {
-                   const walk_geom g = make_walk(e, w, 2, r.z, 0, 32 * E);
+                   const walk_geom g = make_walk(e, w, 2, r.z, 0, wk_shape<T, OPI, 0>::COLS);
                    launch_walk_bucket<T, P>(0, vec, g, s, src, d, o.mode, cval, dz, dx);
                    check_launch(op);
                  });
