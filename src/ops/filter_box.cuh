@@ -1,25 +1,24 @@
 // Internal to src/ops/filter*.cu (CUDA only): the box family (mean, min, max) of any window
-// up to 33 in x and any size in y and z, 2D and 3D, every voxel type and border mode, as at most
-// two barrier-free walking kernels that read and write each voxel about once per kernel:
-//  - the z pass (3D): each warp owns 32 x 16 bytes of a row of x and walks along z through a
-//    chunk of the slab, one 16-byte vector per lane and step;
-//  - the y and x passes (2D, or after the z pass): the same walk along y, then the x window of
-//    each y result from the lanes' neighbours by warp shuffles (a warp's outer H lanes are the
-//    x halo; the inner 32 - 2 H store). No shared memory, no barriers.
-// Along the walk the mean keeps a running sum per column (exact integers for integer voxels,
-// double for floating ones): one vector in and one out per step, whatever the window; min and
-// max re-read the window's rows, which the lane loaded in the last 2 r + 1 steps (L1 hits).
-// Every pass is requantised to the voxel type, in scipy's order (z, y, x). The x radius is a
-// compile-time bucket (2, 4, 8, 16), so that the taps and shuffles unroll.
+// up to 33 x 33 in x and y and any depth in z, 2D and 3D, every voxel type and border.
+//  - The fused tile kernel (box_kernel): a block owns an output tile of (64 - 2 rx) x 32 voxels
+//    and marches along z through a chunk of its slab. Radii of x and y are compile-time buckets
+//    (2, 4, 8, 16), so that the taps unroll; the z radius is any.
+//     - min, max: y and x first from the shared input tile, then z over a ring of the last
+//       2 rz + 1 xy results in shared memory (the order does not matter for them);
+//     - the 2D mean: y, then x, from shared memory, each pass requantised.
+//  - The 3D mean goes z first, as scipy does, in a kernel of its own (box_z_walk_kernel): each
+//    warp owns a row's 32 x 16 bytes (8 for 8-bit voxels) and walks a chunk of z with a running
+//    sum per voxel (exact integers for integer voxels, double for floating ones), one vector in
+//    and one out per slice whatever the window, requantised to the voxel type; then the fused
+//    2D kernel runs y and x on that. (The one-kernel 3D mean, with the z sums in shared memory,
+//    was latency-bound: 128 registers, 14% occupancy, 4.9-19x a copy on the H200.)
 // Not installed.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
-#include <optional>
 #include <type_traits>
 
 #include "filter_detail.cuh"
@@ -29,32 +28,24 @@
 
 namespace vox::detail::filt {
 
-inline constexpr int wk_threads = 128;
-inline constexpr int wk_warps = wk_threads / 32;
-inline constexpr idx_t bx_max_r = 16;  ///< x radius of the fused x pass
+inline constexpr int bx_threads = 256;
+inline constexpr int bx_warps = bx_threads / 32;
+inline constexpr int bx_hx = 64;   ///< haloed tile columns: output columns 64 - 2 rx
+inline constexpr int bx_ty = 32;   ///< output rows of a tile
+inline constexpr int bx_seg = 8;   ///< output rows per thread in the y pass
+inline constexpr idx_t bx_max_r = 16;  ///< x and y radii of the fused path
+inline constexpr std::size_t bx_max_shared = 200u << 10;
 
-/// The shape of a walk's lane: VB bytes of E adjacent voxels (one vector of NW words; 16 bytes,
-/// 8 for the mean of 8-bit voxels, whose E running sums would otherwise crowd the registers),
-/// and the x window of bucket R: EDGE (R <= E) when it fits in one lane's neighbours, so that
-/// every lane stores and lanes 0 and 31 also walk the HE voxels (HW words) of halo beyond the
-/// warp; otherwise the outer H lanes of a warp only feed the window.
-template <class T, int OP, int R>
-struct wk_shape {
-  static constexpr int VB = (OP == 0 && sizeof(T) == 1) ? 8 : 16;
-  static constexpr int E = VB / static_cast<int>(sizeof(T));
-  static constexpr int NW = VB / 4;
-  static constexpr bool EDGE = R > 0 && R <= E;
-  static constexpr int H = (R == 0 || EDGE) ? 0 : (R + E - 1) / E;
-  static constexpr int HE = R * static_cast<int>(sizeof(T)) >= 4 ? R
-                            : sizeof(T) >= 4                     ? 1
-                                                                 : static_cast<int>(4 / sizeof(T));
-  static constexpr int HW = HE * static_cast<int>(sizeof(T)) / 4;
-  static constexpr int COLS = E * (32 - 2 * H);  ///< output columns of a warp
+/// Geometry of one launch of the fused box kernels.
+struct box_geom {
+  march_geom g;
+  int rx, ry, rz;
+  int tx;  ///< output columns of a tile: bx_hx - 2 rx
 };
 
-/// Accumulators of the mean: Z for the walk's running sum, S for the x pass. Exact integers
-/// where the window's sum fits (checked on the host), double for the running sum of floating
-/// voxels (its one add and one subtract per step would drift in float).
+/// Accumulators of the fused mean: Z for the z pass's running sum, S for the y and x passes.
+/// Exact integers where the window's sum fits (checked on the host), double for the running sum
+/// of floating voxels (its one add and one subtract per slice would drift in float).
 template <class T>
 using box_z_acc_t =
     std::conditional_t<std::is_floating_point_v<T>, double,
@@ -126,7 +117,196 @@ __device__ __forceinline__ T box_combine(T a, T b) {
   }
 }
 
-/// A lane's N voxels as voxels or as W words (vector loads and stores, shuffles, SIMD).
+/// Haloed rows of a bucket-R tile (the most any ry <= R needs).
+template <int R>
+inline constexpr int bx_hy = bx_ty + 2 * R;
+/// Haloed positions per thread.
+template <int R>
+inline constexpr int bx_pos = (bx_hx * bx_hy<R> + bx_threads - 1) / bx_threads;
+
+/// Shared memory of a bucket-R box kernel: the haloed slice, the y results (a row pitch of
+/// bx_hx + 2 R, so the x taps never leave the array), and for 3D min/max (`ring`) the ring of
+/// kz xy results.
+template <class T, int R>
+std::size_t box_shared_bytes(bool ring, int kz) {
+  std::size_t b = static_cast<std::size_t>(bx_hy<R>) * bx_hx * sizeof(T);
+  b += static_cast<std::size_t>(bx_ty) * (bx_hx + 2 * R) * sizeof(T);
+  if (ring) b += static_cast<std::size_t>(kz) * bx_ty * bx_hx * sizeof(T);
+  return (b + 15) / 16 * 16;
+}
+
+/// The fused box filter, bucket R >= rx, ry. OP 0 (mean, 2D: the 3D mean's z pass ran before,
+/// in box_z_walk_kernel): y, then x, each pass requantised (scipy's order); cval must be exact
+/// in T (the host checks). OP 1, 2 (min, max): y, then x, then in 3D z over a ring of the last
+/// 2 rz + 1 xy results (the order does not matter for them). Per slice:
+///  A. the slice's haloed tile into shared memory, the next slice's loads issued into
+///     registers;
+///  B. y: each thread a column and a segment of bx_seg output rows, its 2 R + bx_seg inputs
+///     read once into registers, taps unrolled (those beyond ry skipped by a uniform test);
+///  C. x: each thread its output voxels, taps unrolled, from shared memory;
+///  D. min/max in 3D: z over the ring.
+template <class T, class S, int OP, int R, bool D3>
+__global__ void __launch_bounds__(bx_threads, 2)
+    box_kernel(const T* __restrict__ in, T* __restrict__ out, box_geom b, border mode, T cval,
+               box_div<S> dy, box_div<S> dx) {
+  constexpr int HY = bx_hy<R>, NP = bx_pos<R>, PX = bx_hx + 2 * R;
+  constexpr bool MEAN = OP == 0;
+  extern __shared__ __align__(16) unsigned char bx_dyn[];
+  static_assert(!(MEAN && D3), "the 3D mean's z pass is box_z_walk_kernel");
+  T* a_s = reinterpret_cast<T*>(bx_dyn);  // [HY][bx_hx]
+  T* b_s = a_s + HY * bx_hx;              // [bx_ty][PX]
+  T* ring = b_s + bx_ty * PX;  // [kz][bx_ty][bx_hx]
+  const march_geom& g = b.g;
+  const idx_t slice = g.nx * g.ny;
+  const int t = static_cast<int>(threadIdx.x);
+  const int lane = t % 32, w = t / 32;
+  const int hx = b.tx + 2 * b.rx, hy = bx_ty + 2 * b.ry;
+  const int kz = 2 * b.rz + 1;
+  constexpr int PLANE = bx_ty * bx_hx;
+
+  for_each_march_tile(g, [&](idx_t bxi, idx_t byi, idx_t zs, idx_t ze) {
+    const idx_t x0 = bxi * b.tx, y0 = byi * bx_ty;
+    // A's positions: i = t + bx_threads q, row i / bx_hx, column i % bx_hx.
+    unsigned off[NP];
+    unsigned active = 0, inside = 0;
+#pragma unroll
+    for (int q = 0; q < NP; ++q) {
+      const int i = t + bx_threads * q, r = i / bx_hx, c = i % bx_hx;
+      off[q] = 0;
+      if (r < hy && c < hx) {
+        active |= 1u << q;
+        const idx_t mx = map_fast(x0 + c - b.rx, g.nx, mode);
+        const idx_t my = map_fast(y0 + r - b.ry, g.ny, mode);
+        if (mx >= 0 && my >= 0) {
+          inside |= 1u << q;
+          off[q] = static_cast<unsigned>(my * g.nx + mx);
+        }
+      }
+    }
+    // B's column: outside the volume (constant mode) it holds cval for the x pass.
+    const int bc = t % bx_hx, br0 = (t / bx_hx) * bx_seg;
+    const bool bc_in = map_fast(x0 + bc - b.rx, g.nx, mode) >= 0;
+    auto ld = [&](idx_t zi, int q) -> T {
+      const idx_t mz = map_fast(zi, g.nz, mode);
+      return (mz < 0 || !((inside >> q) & 1u)) ? cval : in[mz * slice + off[q]];
+    };
+
+    T pv[NP];  // the next slice
+    const idx_t first = D3 ? zs - b.rz : zs;  // the first slice read
+#pragma unroll
+    for (int q = 0; q < NP; ++q)
+      if ((active >> q) & 1u) pv[q] = ld(first, q);
+    int slot = 0;
+    const idx_t last = D3 ? ze + b.rz : ze;
+    for (idx_t zi = first; zi < last; ++zi) {
+      // A.
+#pragma unroll
+      for (int q = 0; q < NP; ++q)
+        if ((active >> q) & 1u) a_s[t + bx_threads * q] = pv[q];
+      if (zi + 1 < last) {
+#pragma unroll
+        for (int q = 0; q < NP; ++q)
+          if ((active >> q) & 1u) pv[q] = ld(zi + 1, q);
+      }
+      __syncthreads();
+      // B: y over rows br0 .. br0 + bx_seg of column bc.
+      {
+        S v[bx_seg + 2 * R];
+#pragma unroll
+        for (int k = 0; k < bx_seg + 2 * R; ++k) v[k] = static_cast<S>(a_s[(br0 + k) * bx_hx + bc]);
+#pragma unroll
+        for (int j = 0; j < bx_seg; ++j) {
+          S acc = v[j];
+#pragma unroll
+          for (int d = 1; d <= 2 * R; ++d)
+            if (d <= 2 * b.ry) acc = box_combine<OP>(acc, v[j + d]);
+          T res;
+          if constexpr (MEAN) {
+            res = bc_in ? to_voxel<T>(dy(acc)) : cval;
+          } else {
+            res = static_cast<T>(acc);
+          }
+          b_s[(br0 + j) * PX + bc] = res;
+        }
+      }
+      __syncthreads();
+      // C: x into the output slice (mean, 2D min/max) or the ring (3D min/max).
+      T* rs = ring + slot * PLANE;
+      const idx_t z = D3 ? zi - b.rz : zi;
+#pragma unroll
+      for (int j = 0; j < bx_ty / bx_warps; ++j) {
+        const int r = w + bx_warps * j;
+#pragma unroll
+        for (int m = 0; m < bx_hx / 32; ++m) {
+          const int c = lane + 32 * m;
+          if (c >= b.tx) continue;
+          const T* bp = b_s + r * PX + c;
+          S acc = static_cast<S>(bp[0]);
+#pragma unroll
+          for (int d = 1; d <= 2 * R; ++d)
+            if (d <= 2 * b.rx) acc = box_combine<OP>(acc, static_cast<S>(bp[d]));
+          if constexpr (D3) {
+            rs[r * bx_hx + c] = static_cast<T>(acc);
+          } else {
+            const idx_t gy = y0 + r, gx = x0 + c;
+            if (gy < g.ny && gx < g.nx) {
+              if constexpr (MEAN) {
+                out[z * slice + gy * g.nx + gx] = to_voxel<T>(dx(acc));
+              } else {
+                out[z * slice + gy * g.nx + gx] = static_cast<T>(acc);
+              }
+            }
+          }
+        }
+      }
+      if constexpr (D3) {
+        slot = slot + 1 == kz ? 0 : slot + 1;
+        if (z >= zs) {
+          __syncthreads();
+          // D: z over the ring.
+#pragma unroll
+          for (int j = 0; j < bx_ty / bx_warps; ++j) {
+            const int r = w + bx_warps * j;
+            const idx_t gy = y0 + r;
+#pragma unroll
+            for (int m = 0; m < bx_hx / 32; ++m) {
+              const int c = lane + 32 * m;
+              const idx_t gx = x0 + c;
+              if (c < b.tx && gy < g.ny && gx < g.nx) {
+                const T* q = ring + r * bx_hx + c;
+                T v = q[0];
+                for (int k = 1; k < kz; ++k) v = box_combine<OP>(v, q[k * PLANE]);
+                out[z * slice + gy * g.nx + gx] = v;
+              }
+            }
+          }
+        }
+      }
+      // No barrier here: the next A writes a_s (B is done with it), the next B writes b_s only
+      // after the next first barrier, the next C another ring slot.
+    }
+    __syncthreads();
+  });
+}
+
+// ---- the z pass of the 3D mean --------------------------------------------------------------
+
+inline constexpr int wk_threads = 128;
+inline constexpr int wk_warps = wk_threads / 32;
+/// Warps a walk should have at once: enough to fill a large GPU a few times over.
+inline constexpr idx_t wk_target_warps = 16384;
+
+/// A lane of the z walk: VB bytes of E adjacent voxels in NW words (16 bytes; 8 for 8-bit
+/// voxels, whose 16 running sums would crowd the registers).
+template <class T>
+struct wk_shape {
+  static constexpr int VB = sizeof(T) == 1 ? 8 : 16;
+  static constexpr int E = VB / static_cast<int>(sizeof(T));
+  static constexpr int NW = VB / 4;
+  static constexpr int COLS = 32 * E;  ///< columns of a warp
+};
+
+/// A lane's N voxels as voxels or as W words (vector loads and stores).
 template <class T, int N, int W>
 union wk_words {
   T v[N];
@@ -162,34 +342,6 @@ __device__ __forceinline__ void store_words(void* p, const unsigned (&u)[W]) {
   }
 }
 
-/// 8- and 16-bit voxels take SIMD min and max on whole words.
-template <class T>
-inline constexpr bool wk_simd = sizeof(T) <= 2;
-
-template <int OP, class T>
-__device__ __forceinline__ unsigned simd_combine(unsigned a, unsigned b) {
-  if constexpr (sizeof(T) == 1) {
-    return OP == 1 ? __vminu4(a, b) : __vmaxu4(a, b);
-  } else if constexpr (std::is_signed_v<T>) {
-    return OP == 1 ? __vmins2(a, b) : __vmaxs2(a, b);
-  } else {
-    return OP == 1 ? __vminu2(a, b) : __vmaxu2(a, b);
-  }
-}
-
-/// a = min or max (OP 1, 2) of a and b, voxel by voxel, N voxels in W words.
-template <int OP, class T, int N, int W>
-__device__ __forceinline__ void combine_words(T (&a)[N], unsigned (&aw)[W], const T (&b)[N],
-                                              const unsigned (&bw)[W]) {
-  if constexpr (wk_simd<T>) {
-#pragma unroll
-    for (int k = 0; k < W; ++k) aw[k] = simd_combine<OP, T>(aw[k], bw[k]);
-  } else {
-#pragma unroll
-    for (int j = 0; j < N; ++j) a[j] = box_combine<OP>(a[j], b[j]);
-  }
-}
-
 /// map_border for indices at most n outside [0, n), without a division (most walk borders);
 /// farther ones go out of line.
 __device__ __forceinline__ idx_t map_near(idx_t i, idx_t n, border mode) {
@@ -209,297 +361,126 @@ __device__ __forceinline__ idx_t map_near(idx_t i, idx_t n, border mode) {
   return map_outside(i, n, mode);
 }
 
-/// map_border of a column, in 32 bits and inline (no call in the lanes' unrolled loads).
-__device__ __forceinline__ int map_col(int c, int n, border mode) {
-  if (static_cast<unsigned>(c) < static_cast<unsigned>(n)) return c;
-  switch (mode) {
-    case border::nearest:
-      return c < 0 ? 0 : n - 1;
-    case border::constant:
-      return -1;
-    case border::wrap: {
-      const int r = c % n;
-      return r < 0 ? r + n : r;
-    }
-    default: {
-      const int p = 2 * n;
-      int r = c % p;
-      if (r < 0) r += p;
-      return r < n ? r : p - 1 - r;
-    }
-  }
-}
-
-/// Geometry of one slab launch of the walking kernel.
+/// Geometry of one slab launch of the z walk.
 struct walk_geom {
-  idx_t nx;
-  idx_t wstride;       ///< elements per step of the walk (nx along y, nx ny along z)
-  idx_t ostride;       ///< elements per step of the other axis (nx ny for z, nx for y)
-  idx_t obegin, on;    ///< the other axis' range [obegin, obegin + on)
-  idx_t wn;            ///< the walk axis' extent (for its border)
-  idx_t wbegin, wend;  ///< the walk's range in this slab
-  idx_t chunk;         ///< steps per warp
+  idx_t nx, ny, nz;
+  idx_t slice;         ///< nx ny
+  idx_t wbegin, wend;  ///< the slab
+  idx_t chunk;         ///< slices per warp
   idx_t chunks;
-  idx_t xg;            ///< column groups of a row
-  idx_t warps;         ///< xg on chunks
-  int rw;              ///< walk radius
-  int rx;              ///< x radius (the x pass; 0 without one)
-  int cols;            ///< output columns per warp
+  idx_t xg;     ///< column groups of a row
+  idx_t warps;  ///< xg ny chunks
+  int rz;
 };
 
-/// The walking box kernel. Each warp owns `cols` output columns of one row of the other axis and
-/// walks a chunk of the walk axis; each lane holds E = 16 / sizeof(T) adjacent columns (VEC: rows
-/// are 16-byte aligned, so lanes whose columns are all inside load and store one vector). Per
-/// step: the walk's result (mean: the running sum's quotient, requantised; min/max: over the
-/// window's rows, SIMD for 8- and 16-bit voxels); with R > 0 the x window of each voxel from
-/// the neighbouring lanes by shuffles (constant mode: columns outside the volume read cval),
-/// requantised. With R <= E lanes 0 and 31 also walk the halo columns beyond the warp and every
-/// lane stores; with R > E the outer H lanes are only halo.
-template <class T, class Z, class S, int OP, int R, bool VEC>
+/// The z pass of the 3D box mean, into `out` (the y and x passes follow in box_kernel). Each warp
+/// owns 32 E adjacent voxels of a row and walks a chunk of z: per slice one vector in (z + rz + 1)
+/// and one out (z - rz, an L1 or L2 hit: the lane loaded it 2 rz + 1 slices before), the running
+/// sums' quotients requantised to T and stored as one vector. VEC: rows are 16-byte aligned, so
+/// lanes whose columns are all inside load and store vectors; the others voxel by voxel.
+template <class T, class Z, bool VEC>
 __global__ void __launch_bounds__(wk_threads, 4)
-    walk_kernel(const T* __restrict__ in, T* __restrict__ out, walk_geom g, border mode, T cval,
-                box_div<Z> dw, box_div<S> dx) {
-  using shape = wk_shape<T, OP, R>;
-  constexpr int E = shape::E, NW = shape::NW, H = shape::H, HE = shape::HE, HW = shape::HW;
-  constexpr bool EDGE = shape::EDGE;
-  constexpr bool MEAN = OP == 0;
+    box_z_walk_kernel(const T* __restrict__ in, T* __restrict__ out, walk_geom g, border mode,
+                      T cval, box_div<Z> dw) {
+  using shape = wk_shape<T>;
+  constexpr int E = shape::E, NW = shape::NW;
   using pack = wk_words<T, E, NW>;
-  using halo = wk_words<T, HE, HW>;
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const int nx = static_cast<int>(g.nx);
   const idx_t step = static_cast<idx_t>(gridDim.x) * wk_warps;
   for (idx_t wid = static_cast<idx_t>(blockIdx.x) * wk_warps + threadIdx.x / 32; wid < g.warps;
        wid += step) {
     const idx_t xgi = wid % g.xg;
     const idx_t rest = wid / g.xg;
-    const idx_t base = (g.obegin + rest % g.on) * g.ostride;
-    const idx_t w0 = g.wbegin + (rest / g.on) * g.chunk;
+    const idx_t x0 = xgi * shape::COLS + lane * E;
+    if (x0 >= g.nx) continue;
+    const idx_t row = (rest % g.ny) * g.nx + x0;
+    const idx_t w0 = g.wbegin + (rest / g.ny) * g.chunk;
     const idx_t w1 = w0 + g.chunk < g.wend ? w0 + g.chunk : g.wend;
-    const int x0 = static_cast<int>(xgi * g.cols) - H * E + lane * E;
-    if (R == 0 && x0 >= nx) continue;  // no shuffles without an x pass
-    // Whether another lane's x window reads this lane's columns (lanes beyond skip their loads).
-    const bool need = R == 0 || (EDGE ? x0 - E < nx : (x0 < nx + R && x0 + E > -R));
-    const bool inside = x0 >= 0 && x0 + E <= nx;
-    const bool edge = EDGE && (lane == 0 || lane == 31);
-    const int hx0 = lane == 0 ? x0 - HE : x0 + E;  // an edge lane's halo columns
-    const bool hinside = hx0 >= 0 && hx0 + HE <= nx;
-    // N columns from c0 of row wi of the walk (mapped by the border); vector loads where the
-    // columns are inside and the rows aligned.
-    auto load_cols = [&](idx_t wi, int c0, bool in_row, auto& w) {
-      constexpr int N = sizeof(w.v) / sizeof(T);
-      const idx_t m = map_near(wi, g.wn, mode);
+    const bool inside = x0 + E <= g.nx;
+    auto load = [&](idx_t z, pack& v) {
+      const idx_t m = map_near(z, g.nz, mode);
       if (m < 0) {
 #pragma unroll
-        for (int j = 0; j < N; ++j) w.v[j] = cval;
+        for (int j = 0; j < E; ++j) v.v[j] = cval;
         return;
       }
-      const T* p = in + base + m * g.wstride;
-      if (in_row) {
-        if constexpr (VEC) {
-          load_words(w.u, p + c0);
-        } else {
-#pragma unroll
-          for (int j = 0; j < N; ++j) w.v[j] = p[c0 + j];
-        }
+      const T* p = in + m * g.slice + row;
+      if (VEC && inside) {
+        load_words(v.u, p);
       } else {
 #pragma unroll
-        for (int j = 0; j < N; ++j) {
-          const int mc = map_col(c0 + j, nx, mode);
-          w.v[j] = mc < 0 ? cval : p[mc];
-        }
+        for (int j = 0; j < E; ++j) v.v[j] = x0 + j < g.nx ? p[j] : cval;
       }
     };
-    auto load = [&](idx_t wi, pack& v) {
-      if (need) load_cols(wi, x0, inside, v);
-    };
-    [[maybe_unused]] auto load_halo = [&](idx_t wi, halo& h) {
-      if (edge) load_cols(wi, hx0, hinside, h);
-    };
-    [[maybe_unused]] Z acc[E];
-    [[maybe_unused]] Z hacc[EDGE ? HE : 1];
-    if constexpr (MEAN) {
+    Z acc[E];
 #pragma unroll
-      for (int j = 0; j < E; ++j) acc[j] = Z(0);
-      if constexpr (EDGE) {
+    for (int j = 0; j < E; ++j) acc[j] = Z(0);
+    for (idx_t d = -g.rz; d <= g.rz; ++d) {
+      pack v;
+      load(w0 + d, v);
 #pragma unroll
-        for (int j = 0; j < HE; ++j) hacc[j] = Z(0);
+      for (int j = 0; j < E; ++j) acc[j] += static_cast<Z>(v.v[j]);
+    }
+    T* dst = out + w0 * g.slice + row;
+    for (idx_t z = w0; z < w1; ++z, dst += g.slice) {
+      pack vin, vout, res;
+      const bool more = z + 1 < w1;
+      if (more) {  // the next slice's loads stay in flight through this one
+        load(z + g.rz + 1, vin);
+        load(z - g.rz, vout);
       }
-      for (idx_t d = -g.rw; d <= g.rw; ++d) {
-        pack v;
-        load(d + w0, v);
 #pragma unroll
-        for (int j = 0; j < E; ++j) acc[j] += static_cast<Z>(v.v[j]);
-        if constexpr (EDGE) {
-          halo h;
-          load_halo(d + w0, h);
+      for (int j = 0; j < E; ++j) res.v[j] = to_voxel<T>(dw(acc[j]));
+      if (VEC && inside) {
+        store_words(dst, res.u);
+      } else {
 #pragma unroll
-          for (int j = 0; j < HE; ++j) hacc[j] += static_cast<Z>(h.v[j]);
-        }
+        for (int j = 0; j < E; ++j)
+          if (x0 + j < g.nx) dst[j] = res.v[j];
+      }
+      if (more) {
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+          acc[j] += static_cast<Z>(vin.v[j]) - static_cast<Z>(vout.v[j]);
       }
     }
-    for (idx_t wi = w0; wi < w1; ++wi) {
-      pack yv;
-      [[maybe_unused]] halo yh;
-      [[maybe_unused]] pack vin, vout;
-      [[maybe_unused]] halo hin, hout;
-      const bool more = wi + 1 < w1;
-      if constexpr (MEAN) {
-        // The next step's rows first, so that their loads are in flight through this step.
-        if (more) {
-          load(wi + g.rw + 1, vin);
-          load(wi - g.rw, vout);
-          if constexpr (EDGE) {
-            load_halo(wi + g.rw + 1, hin);
-            load_halo(wi - g.rw, hout);
-          }
-        }
-#pragma unroll
-        for (int j = 0; j < E; ++j) yv.v[j] = to_voxel<T>(dw(acc[j]));
-        if constexpr (EDGE) {
-#pragma unroll
-          for (int j = 0; j < HE; ++j) yh.v[j] = to_voxel<T>(dw(hacc[j]));
-        }
-      } else {
-        load(wi - g.rw, yv);
-        if constexpr (EDGE) load_halo(wi - g.rw, yh);
-        for (idx_t d = 1 - g.rw; d <= g.rw; ++d) {
-          pack v;
-          load(wi + d, v);
-          combine_words<OP>(yv.v, yv.u, v.v, v.u);
-          if constexpr (EDGE) {
-            halo h;
-            load_halo(wi + d, h);
-            combine_words<OP>(yh.v, yh.u, h.v, h.u);
-          }
-        }
-      }
-      pack res;
-      if constexpr (R > 0) {
-        if (mode == border::constant) {
-          // The x pass reads cval outside the volume.
-          if (!inside) {
-#pragma unroll
-            for (int j = 0; j < E; ++j)
-              if (x0 + j < 0 || x0 + j >= nx) yv.v[j] = cval;
-          }
-          if constexpr (EDGE) {
-            if (edge && !hinside) {
-#pragma unroll
-              for (int j = 0; j < HE; ++j)
-                if (hx0 + j < 0 || hx0 + j >= nx) yh.v[j] = cval;
-            }
-          }
-        }
-        if constexpr (EDGE) {
-          // ext: HE voxels left of the lane's columns, its E, HE right of them.
-          wk_words<T, 2 * HE + E, 2 * HW + NW> ext;
-#pragma unroll
-          for (int k = 0; k < HW; ++k) {
-            const unsigned l = __shfl_up_sync(0xffffffffu, yv.u[NW - HW + k], 1);
-            const unsigned r = __shfl_down_sync(0xffffffffu, yv.u[k], 1);
-            ext.u[k] = lane == 0 ? yh.u[k] : l;
-            ext.u[HW + NW + k] = lane == 31 ? yh.u[k] : r;
-          }
-#pragma unroll
-          for (int k = 0; k < NW; ++k) ext.u[HW + k] = yv.u[k];
-          if constexpr (!MEAN && wk_simd<T>) {
-            // Each output word: min or max over its window's shifted words.
-            constexpr int EPW = static_cast<int>(4 / sizeof(T));
-#pragma unroll
-            for (int k = 0; k < NW; ++k) {
-              unsigned a = ext.u[HW + k];
-#pragma unroll
-              for (int d = -R; d <= R; ++d) {
-                if (d == 0 || (d < 0 ? -d : d) > g.rx) continue;
-                const int b = (HE + k * EPW + d) * static_cast<int>(sizeof(T));
-                const int q = b / 4, sh = b % 4;
-                const unsigned v =
-                    sh == 0 ? ext.u[q] : __funnelshift_r(ext.u[q], ext.u[q + 1], 8 * sh);
-                a = simd_combine<OP, T>(a, v);
-              }
-              res.u[k] = a;
-            }
-          } else {
-#pragma unroll
-            for (int j = 0; j < E; ++j) {
-              S a = static_cast<S>(ext.v[HE + j]);
-#pragma unroll
-              for (int d = 1; d <= R; ++d) {
-                if (d <= g.rx) {
-                  a = box_combine<OP>(a, static_cast<S>(ext.v[HE + j - d]));
-                  a = box_combine<OP>(a, static_cast<S>(ext.v[HE + j + d]));
-                }
-              }
-              if constexpr (MEAN) {
-                res.v[j] = to_voxel<T>(dx(a));
-              } else {
-                res.v[j] = static_cast<T>(a);
-              }
-            }
-          }
-        } else {
-          // ext[R + c] holds the walk result of column x0 + c, c in [-R, E + R).
-          T ext[E + 2 * R];
-#pragma unroll
-          for (int j = 0; j < E; ++j) ext[R + j] = yv.v[j];
-#pragma unroll
-          for (int h = 1; h <= H; ++h) {
-            pack lf, rt;
-#pragma unroll
-            for (int k = 0; k < NW; ++k) {
-              lf.u[k] = __shfl_up_sync(0xffffffffu, yv.u[k], h);
-              rt.u[k] = __shfl_down_sync(0xffffffffu, yv.u[k], h);
-            }
-#pragma unroll
-            for (int j = 0; j < E; ++j) {
-              const int il = R - h * E + j, ir = R + h * E + j;
-              if (il >= 0) ext[il] = lf.v[j];
-              if (ir < E + 2 * R) ext[ir] = rt.v[j];
-            }
-          }
-#pragma unroll
-          for (int j = 0; j < E; ++j) {
-            S a = static_cast<S>(ext[R + j]);
-#pragma unroll
-            for (int d = 1; d <= R; ++d) {
-              if (d <= g.rx) {
-                a = box_combine<OP>(a, static_cast<S>(ext[R + j - d]));
-                a = box_combine<OP>(a, static_cast<S>(ext[R + j + d]));
-              }
-            }
-            if constexpr (MEAN) {
-              res.v[j] = to_voxel<T>(dx(a));
-            } else {
-              res.v[j] = static_cast<T>(a);
-            }
-          }
-        }
-      } else {
-        res = yv;
-      }
-      if (lane >= H && lane < 32 - H && x0 < nx) {
-        T* p = out + base + wi * g.wstride;
-        if (VEC && inside) {
-          store_words(p + x0, res.u);
-        } else {
-#pragma unroll
-          for (int j = 0; j < E; ++j)
-            if (x0 + j >= 0 && x0 + j < nx) p[x0 + j] = res.v[j];
-        }
-      }
-      if constexpr (MEAN) {
-        if (more) {
-#pragma unroll
-          for (int j = 0; j < E; ++j)
-            acc[j] += static_cast<Z>(vin.v[j]) - static_cast<Z>(vout.v[j]);
-          if constexpr (EDGE) {
-#pragma unroll
-            for (int j = 0; j < HE; ++j)
-              hacc[j] += static_cast<Z>(hin.v[j]) - static_cast<Z>(hout.v[j]);
-          }
-        }
-      }
-    }
+  }
+}
+
+/// The z walk of slab w: chunks split z where the rows alone give too few warps; each chunk
+/// re-reads the 2 rz slices around it, so chunks stay at least 4 windows deep.
+template <class T>
+walk_geom make_z_walk(const extent3& e, const slab& w, idx_t rz) {
+  walk_geom g{};
+  g.nx = static_cast<idx_t>(e.x);
+  g.ny = static_cast<idx_t>(e.y);
+  g.nz = static_cast<idx_t>(e.z);
+  g.slice = g.nx * g.ny;
+  g.rz = static_cast<int>(rz);
+  g.xg = (g.nx + wk_shape<T>::COLS - 1) / wk_shape<T>::COLS;
+  g.wbegin = static_cast<idx_t>(w.z0);
+  g.wend = static_cast<idx_t>(w.z1);
+  const idx_t len = g.wend - g.wbegin;
+  const idx_t rows = g.xg * g.ny;
+  const idx_t most = std::max<idx_t>(1, len / std::max<idx_t>(16, 4 * (2 * rz + 1)));
+  g.chunks = std::clamp<idx_t>((wk_target_warps + rows - 1) / rows, 1, most);
+  g.chunk = (len + g.chunks - 1) / g.chunks;
+  g.chunks = (len + g.chunk - 1) / g.chunk;
+  g.warps = rows * g.chunks;
+  return g;
+}
+
+template <class T>
+void launch_z_walk(const walk_geom& g, bool vec, stream_view s, const T* src, T* dst, border mode,
+                   T cval, const box_div<box_z_acc_t<T>>& dz) {
+  using Z = box_z_acc_t<T>;
+  const auto blocks = static_cast<unsigned>(
+      std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
+  if (vec) {
+    box_z_walk_kernel<T, Z, true><<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
+  } else {
+    box_z_walk_kernel<T, Z, false><<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval,
+                                                                         dz);
   }
 }
 
@@ -518,96 +499,39 @@ bool box_sums_fit(const radii& r, double cval) {
   }
 }
 
-/// Warps a walk should have in flight at once: enough to fill a large GPU a few times over.
-inline constexpr idx_t wk_target_warps = 16384;
-
-/// The walk of slab w along `axis` (2: z, with y the other axis; 1: y, with the slab's slices
-/// the other axis). Chunks split the walk where the rows alone give too few warps; each chunk
-/// re-reads the 2 rw rows around it, so chunks stay at least 4 windows long.
-inline walk_geom make_walk(const extent3& e, const slab& w, int axis, idx_t rw, idx_t rx,
-                           int cols) {
-  walk_geom g{};
-  const idx_t nx = static_cast<idx_t>(e.x), ny = static_cast<idx_t>(e.y);
-  g.nx = nx;
-  g.rw = static_cast<int>(rw);
-  g.rx = static_cast<int>(rx);
-  g.cols = cols;
-  g.xg = (nx + cols - 1) / cols;
-  if (axis == 2) {
-    g.wstride = nx * ny;
-    g.ostride = nx;
-    g.obegin = 0;
-    g.on = ny;
-    g.wn = static_cast<idx_t>(e.z);
-    g.wbegin = static_cast<idx_t>(w.z0);
-    g.wend = static_cast<idx_t>(w.z1);
-  } else {
-    g.wstride = nx;
-    g.ostride = nx * ny;
-    g.obegin = static_cast<idx_t>(w.z0);
-    g.on = static_cast<idx_t>(w.z1 - w.z0);
-    g.wn = ny;
-    g.wbegin = 0;
-    g.wend = ny;
-  }
-  const idx_t len = g.wend - g.wbegin;
-  const idx_t rows = g.xg * g.on;
-  const idx_t most = std::max<idx_t>(1, len / std::max<idx_t>(16, 4 * (2 * rw + 1)));
-  const idx_t want = (wk_target_warps + rows - 1) / rows;
-  g.chunks = std::clamp<idx_t>(want, 1, most);
-  g.chunk = (len + g.chunks - 1) / g.chunks;
-  g.chunks = (len + g.chunk - 1) / g.chunk;
-  g.warps = rows * g.chunks;
-  return g;
-}
-
-template <class T, pass_op P, int R, bool VEC>
-void launch_walk(const walk_geom& g, stream_view s, const T* src, T* dst, border mode, T cval,
-                 const box_div<box_z_acc_t<T>>& dw, const box_div<box_s_acc_t<T>>& dx) {
-  using Z = box_z_acc_t<T>;
+template <class T, pass_op P, int R, bool D3>
+void launch_box(const box_geom& bg, const dim3& grid, stream_view s, const char* op, const T* src,
+                T* dst, border mode, T cval, const box_div<box_s_acc_t<T>>& dy,
+                const box_div<box_s_acc_t<T>>& dx, std::size_t bytes) {
   using S = std::conditional_t<P == pass_op::mean, box_s_acc_t<T>, T>;
   constexpr int OP = P == pass_op::mean ? 0 : P == pass_op::min ? 1 : 2;
-  const idx_t blocks = std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30);
-  box_div<S> dxs{};
-  if constexpr (P == pass_op::mean) dxs = dx;
-  walk_kernel<T, Z, S, OP, R, VEC>
-      <<<static_cast<unsigned>(blocks), wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dw,
-                                                                    dxs);
-}
-
-/// launch_walk for the x radius bucket (0, 2, 4, 8, 16) and the rows' alignment.
-template <class T, pass_op P>
-void launch_walk_bucket(int bucket, bool vec, const walk_geom& g, stream_view s, const T* src,
-                        T* dst, border mode, T cval, const box_div<box_z_acc_t<T>>& dw,
-                        const box_div<box_s_acc_t<T>>& dx) {
-  auto go = [&](auto rt) {
-    constexpr int R = decltype(rt)::value;
-    if (vec) {
-      launch_walk<T, P, R, true>(g, s, src, dst, mode, cval, dw, dx);
-    } else {
-      launch_walk<T, P, R, false>(g, s, src, dst, mode, cval, dw, dx);
-    }
-  };
-  switch (bucket) {
-    case 0: go(std::integral_constant<int, 0>{}); break;
-    case 2: go(std::integral_constant<int, 2>{}); break;
-    case 4: go(std::integral_constant<int, 4>{}); break;
-    case 8: go(std::integral_constant<int, 8>{}); break;
-    default: go(std::integral_constant<int, 16>{}); break;
+  static_assert(!(OP == 0 && D3), "the 3D mean runs its z pass in box_z_walk_kernel");
+  auto* k = box_kernel<T, S, OP, R, D3>;
+  if (bytes > (48u << 10))
+    VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)),
+                 op);
+  box_div<S> sy{}, sx{};
+  if constexpr (OP == 0) {
+    sy = dy;
+    sx = dx;
   }
+  k<<<grid, bx_threads, bytes, s.value()>>>(src, dst, bg, mode, cval, sy, sx);
 }
 
-/// Enqueues the box mean (P == mean), min or max as the walking kernels (a z walk into the
-/// scratch volume, then the y walk with the x pass), or returns false where they do not serve
-/// the window or cval (the caller then runs the 1D passes): x radius <= 16, cval exact in the
-/// voxel type in constant mode (mean), integer sums that fit. `scratch` may be null (3D: a
-/// volume is then allocated on the set for the z pass's result).
+/// Enqueues the box mean (P == mean), min or max, or returns false where the fused kernels do
+/// not serve the window, extent or cval (the caller then runs the 1D passes): x and y radii
+/// <= 16, 32-bit in-slice offsets, cval exact in the voxel type in constant mode (mean), integer
+/// sums that fit, and the shared memory (the min/max z ring grows with the z radius). The 3D
+/// mean runs two kernels: the z walk into `scratch` (allocated on the set when null), then y
+/// and x.
 template <class T, pass_op P>
 bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
                    volume<T>* scratch, radii r, const filter_options& o) {
   const extent3 e = in.extent();
   if (o.dims == 2) r.z = 0;
-  if (r.x > bx_max_r || e.x > (std::size_t{1} << 30)) return false;
+  if (r.x > bx_max_r || r.y > bx_max_r) return false;
+  if (e.slice_voxels() > std::size_t{0xffffffffu}) return false;
   T cval{};
   constexpr bool mean = P == pass_op::mean;
   if constexpr (mean) {
@@ -618,58 +542,88 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   } else {
     cval = to_voxel<T>(o.cval);
   }
-  const bool zp = r.z > 0, xyp = r.x > 0 || r.y > 0;
-  if (!zp && !xyp) return false;
+  const bool d3 = r.z > 0;
+  const bool zwalk = mean && d3;              // the mean's z pass, a kernel of its own
+  const bool tile = !zwalk || r.x > 0 || r.y > 0;  // the fused tile kernel
+  const bool tile3 = d3 && !mean;             // min/max: z in the tile kernel's ring
+  const idx_t rmax = std::max(r.x, r.y);
+  const int bucket = rmax <= 2 ? 2 : rmax <= 4 ? 4 : rmax <= 8 ? 8 : 16;
+  const int kz = static_cast<int>(2 * r.z + 1);
   using Z = box_z_acc_t<T>;
   using S = box_s_acc_t<T>;
+  const std::size_t bytes =
+      bucket == 2    ? box_shared_bytes<T, 2>(tile3, kz)
+      : bucket == 4  ? box_shared_bytes<T, 4>(tile3, kz)
+      : bucket == 8  ? box_shared_bytes<T, 8>(tile3, kz)
+                     : box_shared_bytes<T, 16>(tile3, kz);
+  if (tile && bytes > bx_max_shared) return false;
   const double big =
       std::max({std::abs(static_cast<double>(std::numeric_limits<T>::lowest())),
                 static_cast<double>(std::numeric_limits<T>::max()), std::abs(o.cval)});
-  const box_div<Z> dz = make_box_div<Z>(r.z, big), dy = make_box_div<Z>(r.y, big);
-  const box_div<S> dx = make_box_div<S>(r.x, big);
-  const int bucket = r.x == 0 ? 0 : r.x <= 2 ? 2 : r.x <= 4 ? 4 : r.x <= 8 ? 8 : 16;
-  constexpr int OPI = P == pass_op::mean ? 0 : P == pass_op::min ? 1 : 2;
-  const int cols_xy = bucket == 0    ? wk_shape<T, OPI, 0>::COLS
-                      : bucket == 2  ? wk_shape<T, OPI, 2>::COLS
-                      : bucket == 4  ? wk_shape<T, OPI, 4>::COLS
-                      : bucket == 8  ? wk_shape<T, OPI, 8>::COLS
-                                     : wk_shape<T, OPI, 16>::COLS;
-  // The z walk's chunks re-read 2 rz halo slices each: slabs of at least 8 rz slices keep that
-  // under a quarter.
-  const idx_t min_depth = zp ? std::max<idx_t>(16, 8 * r.z) : 1;
-  const std::size_t hz = zp ? z_halo(r.z, e) : 0;
+  const box_div<Z> dz = make_box_div<Z>(r.z, big);
+  const box_div<S> dy = make_box_div<S>(r.y, big), dx = make_box_div<S>(r.x, big);
+  box_geom b{};
+  b.rx = static_cast<int>(r.x);
+  b.ry = static_cast<int>(r.y);
+  b.rz = tile3 ? static_cast<int>(r.z) : 0;
+  b.tx = bx_hx - 2 * b.rx;
+  // Each chunk reads 2 rz halo slices again (the min/max filters them again too): chunks of at
+  // least 8 rz slices keep that under a quarter.
+  const idx_t min_chunk = std::max<idx_t>(16, 8 * r.z);
+  const std::size_t hz = z_halo(r.z, e);
   const std::vector<slab> plan = streams.plan(
-      exec::work_of({vox::read(in, hz), vox::write(out)}, op, zp && xyp ? 4.0 : 2.0,
-                    static_cast<std::size_t>(min_depth)));
+      exec::work_of({vox::read(in, hz), vox::write(out)}, op, zwalk && tile ? 4.0 : 2.0,
+                    static_cast<std::size_t>(d3 ? min_chunk : 1)));
   std::optional<volume<T>> own;
   volume<T>* mid = nullptr;
-  if (zp && xyp) mid = scratch != nullptr ? scratch : &own.emplace(streams, e);
-  auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  const bool rows16 = (e.x * sizeof(T)) % 16 == 0;
-  if (zp) {
+  if (zwalk && tile) mid = scratch != nullptr ? scratch : &own.emplace(streams, e);
+  if (zwalk) {
     volume<T>& dst = mid != nullptr ? *mid : out;
-    const bool vec = rows16 && aligned(in.data()) && aligned(dst.data());
+    auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    const bool vec = (e.x * sizeof(T)) % 16 == 0 && aligned(in.data()) && aligned(dst.data());
     const T* src = in.data();
     T* d = dst.data();
     exec::run_op(streams, op, plan, {vox::read(in, hz), vox::write(dst)},
                  [&](stream_view s, const slab& w) {
-                   const walk_geom g = make_walk(e, w, 2, r.z, 0, wk_shape<T, OPI, 0>::COLS);
-                   launch_walk_bucket<T, P>(0, vec, g, s, src, d, o.mode, cval, dz, dx);
+                   launch_z_walk<T>(make_z_walk<T>(e, w, r.z), vec, s, src, d, o.mode, cval, dz);
                    check_launch(op);
                  });
   }
-  if (xyp) {
-    const volume<T>& srcv = mid != nullptr ? *mid : in;
-    const bool vec = rows16 && aligned(srcv.data()) && aligned(out.data());
-    const T* src = srcv.data();
-    T* d = out.data();
-    exec::run_op(streams, op, plan, {vox::read(srcv), vox::write(out)},
-                 [&](stream_view s, const slab& w) {
-                   const walk_geom g = make_walk(e, w, 1, r.y, r.x, cols_xy);
-                   launch_walk_bucket<T, P>(bucket, vec, g, s, src, d, o.mode, cval, dy, dx);
-                   check_launch(op);
-                 });
-  }
+  if (!tile) return true;
+  const volume<T>& srcv = mid != nullptr ? *mid : in;
+  const T* src = srcv.data();
+  T* dst = out.data();
+  exec::run_op(
+      streams, op, plan, {vox::read(srcv, tile3 ? hz : 0), vox::write(out)},
+      [&](stream_view s, const slab& w) {
+        box_geom bg = b;
+        bg.g = make_march(e, w, b.tx, bx_ty, tile3 ? min_chunk : 16);
+        const dim3u gr = march_grid(bg.g);
+        const dim3 grid(gr.x, gr.y, gr.z);
+        auto go = [&](auto rt, auto dt) {
+          launch_box<T, P, decltype(rt)::value, decltype(dt)::value>(bg, grid, s, op, src, dst,
+                                                                     o.mode, cval, dy, dx, bytes);
+        };
+        auto by_depth = [&](auto rt) {
+          if constexpr (mean) {
+            go(rt, std::false_type{});
+          } else if (tile3) {
+            go(rt, std::true_type{});
+          } else {
+            go(rt, std::false_type{});
+          }
+        };
+        if (bucket == 2) {
+          by_depth(std::integral_constant<int, 2>{});
+        } else if (bucket == 4) {
+          by_depth(std::integral_constant<int, 4>{});
+        } else if (bucket == 8) {
+          by_depth(std::integral_constant<int, 8>{});
+        } else {
+          by_depth(std::integral_constant<int, 16>{});
+        }
+        check_launch(op);
+      });
   return true;
 }
 
@@ -679,12 +633,12 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
 #define VOX_BOX_FUSED_ONE(KW, T, P)                                                      \
   KW bool run_box_fused<T, P>(stream_set&, const char*, const volume<T>&, volume<T>&, volume<T>*, \
                               radii, const filter_options&);
-#define VOX_BOX_FUSED(KW, P)                        \
-  VOX_BOX_FUSED_ONE(KW, std::uint8_t, P)            \
-  VOX_BOX_FUSED_ONE(KW, std::uint16_t, P)           \
-  VOX_BOX_FUSED_ONE(KW, std::int16_t, P)            \
-  VOX_BOX_FUSED_ONE(KW, std::int32_t, P)            \
-  VOX_BOX_FUSED_ONE(KW, float, P)                   \
+#define VOX_BOX_FUSED(KW, P)              \
+  VOX_BOX_FUSED_ONE(KW, std::uint8_t, P)  \
+  VOX_BOX_FUSED_ONE(KW, std::uint16_t, P) \
+  VOX_BOX_FUSED_ONE(KW, std::int16_t, P)  \
+  VOX_BOX_FUSED_ONE(KW, std::int32_t, P)  \
+  VOX_BOX_FUSED_ONE(KW, float, P)         \
   VOX_BOX_FUSED_ONE(KW, double, P)
 
 }  // namespace vox::detail::filt

@@ -548,6 +548,10 @@ TYPED_TEST(FilterTyped, GaussianMatchesReference) {
   check_gaussian<T>(odd_ext, 2.0, opts(border::reflect, 3), three, 33);
   check_gaussian<T>(odd_ext, {3.9, 2.0, 1.2}, opts(border::nearest, 3), three, 34);
   check_gaussian<T>(odd_ext, {1.0, 1.0, 9.0}, opts(border::constant, 3, 1.0), three, 35);
+  // Radii equal to their bucket (the exact kernels): sigma 4 (radius 16) and 3 (radius 12).
+  check_gaussian<T>(odd_ext, 4.0, opts(border::wrap, 3), three, 36);
+  check_gaussian<T>(odd_ext, {3.0, 3.0, 2.6}, opts(border::reflect, 2), three, 37);
+  check_gaussian<T>(odd_ext, {3.0, 3.0, 3.0}, opts(border::constant, 3, -2.0), three, 38);
 }
 
 TYPED_TEST(FilterTyped, SobelAndGradientMagnitudeMatchReference) {
