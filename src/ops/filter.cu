@@ -258,10 +258,21 @@ __global__ void __launch_bounds__(gx_threads, sizeof(F) == 4 ? 3 : 2)
 }
 
 /// Whether the asynchronous xy kernel serves this input, filter type and radius bucket: float
-/// voxels (4-byte copies, no conversion) and radii up to 8 (two haloed buffers in 48 KiB).
+/// voxels (4-byte copies, no conversion), every radius bucket (12 and 16 in dynamic shared
+/// memory).
 template <class T, class F, int R>
 constexpr bool gauss_xy_async_serves() {
-  return std::is_same_v<T, float> && std::is_same_v<F, float> && R <= 8;
+  return std::is_same_v<T, float> && std::is_same_v<F, float>;
+}
+
+/// Dynamic shared memory of the asynchronous xy kernel: none up to radius 8 (its two input
+/// buffers and x results fit the static 48 KiB), all three buffers above (opted in: 55 KiB at
+/// radius 12, 66 KiB at 16, three blocks per SM).
+template <class T, class F, int R>
+constexpr std::size_t gauss_async_dyn_bytes() {
+  constexpr int TX = gx_tile, TY = gauss_tile_y<F>(), HX = TX + 2 * R, HY = TY + 2 * R;
+  return R <= 8 ? 0
+                : sizeof(T) * 2 * HY * (HX + 1) + sizeof(F) * static_cast<std::size_t>(HY) * (TX + 1);
 }
 
 // The xy pass with asynchronous copies (the float path): each slice's haloed tile goes into one
@@ -279,8 +290,23 @@ __global__ void __launch_bounds__(NT, 4)
   static_assert(gauss_xy_async_serves<T, F, R>());
   constexpr int TX = gx_tile, TY = gauss_tile_y<F>();
   constexpr int HX = TX + 2 * R, HY = TY + 2 * R, VB = static_cast<int>(sizeof(T));
-  __shared__ T s[2][HY][HX + 1];  // odd row pitch: row-per-lane access is conflict-free
-  __shared__ F xs[HY][TX + 1];
+  // Odd row pitches: row-per-lane access is conflict-free.
+  using sbuf_t = T[2][HY][HX + 1];
+  using xbuf_t = F[HY][TX + 1];
+  extern __shared__ __align__(16) unsigned char gx_dyn[];
+  sbuf_t* sp;
+  xbuf_t* xp;
+  if constexpr (gauss_async_dyn_bytes<T, F, R>() == 0) {
+    __shared__ sbuf_t s_static;
+    __shared__ xbuf_t xs_static;
+    sp = &s_static;
+    xp = &xs_static;
+  } else {
+    sp = reinterpret_cast<sbuf_t*>(gx_dyn);
+    xp = reinterpret_cast<xbuf_t*>(gx_dyn + sizeof(sbuf_t));
+  }
+  sbuf_t& s = *sp;
+  xbuf_t& xs = *xp;
   __shared__ int colx[HX];     // mapped column (-1: outside, constant mode)
   __shared__ idx_t rowy[HY];   // mapped row's offset in the slice (-1: outside)
   const int t = static_cast<int>(threadIdx.x);
@@ -439,8 +465,14 @@ void run_gauss_xy(stream_set& streams, const char* op, const volume<T>& in, volu
                  // if constexpr: the register-prefetch kernel is not instantiated where the
                  // asynchronous one serves.
                  if constexpr (gauss_xy_async_serves<T, F, R>()) {
-                   gauss_xy_async_kernel<T, F, R, EXACT>
-                       <<<grid, gx_threads, 0, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
+                   constexpr std::size_t dyn = gauss_async_dyn_bytes<T, F, R>();
+                   auto* k = gauss_xy_async_kernel<T, F, R, EXACT>;
+                   if constexpr (dyn > 0)
+                     VOX_CUDA_TRY(cudaFuncSetAttribute(
+                                      k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(dyn)),
+                                  op);
+                   k<<<grid, gx_threads, dyn, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
                  } else {
                    gauss_xy_kernel<T, F, R, EXACT><<<grid, gx_threads, 0, s.value()>>>(
                        src, dst, g, o.mode, cval, wx, wy);
