@@ -274,12 +274,7 @@ class op_locks {
   std::vector<std::recursive_mutex*> m_;
 };
 
-struct slice_range {
-  std::size_t z0;
-  std::size_t z1;
-};
-
-slice_range range_of(const access& a, const slab& w) {
+z_range range_of(const access& a, const slab& w) {
   if (a.whole) return {0, a.ext.z};
   const std::size_t z0 = w.z0 >= a.halo ? w.z0 - a.halo : 0;
   const std::size_t z1 = std::min(a.ext.z, w.z1 + a.halo);
@@ -385,7 +380,7 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
     for (const auto& w : plan) {
       if (w.stream != si) continue;
       for (const auto& a : acc) {
-        const slice_range r = range_of(a, w);
+        const z_range r = range_of(a, w);
         a.ledger->for_each_run(r.z0, r.z1, [&](const slice_ledger::run& run) {
           consider(run.entry.writer, waiter, needed);
           if (a.mode == access_mode::write)
@@ -444,7 +439,7 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
       std::fill(whole_done.begin(), whole_done.end(), char{0});
       for (const auto& w : plan) {
         if (a.whole && std::exchange(whole_done[w.stream], char{1}) != 0) continue;
-        const slice_range r = range_of(a, w);
+        const z_range r = range_of(a, w);
         if (mode == access_mode::read) {
           a.ledger->add_reader(r.z0, r.z1, marks[w.stream]);
         } else {

@@ -222,13 +222,11 @@ class pinned_array {
 
 // --- the plan ----------------------------------------------------------------------------------
 
-/// Slab k: output slices [z0, z1) from input slices [a, b); input slices [a, fresh) are on the
-/// device already (in the previous slab's buffer), [fresh, b) come from the source.
+/// Slab k: output slices `out` from input slices `in` ([a, b)); input slices [a, fresh) are on
+/// the device already (in the previous slab's buffer), [fresh, b) come from the source.
 struct slab_step {
-  std::size_t z0{0};
-  std::size_t z1{0};
-  std::size_t a{0};
-  std::size_t b{0};
+  z_range out;
+  z_range in;
   std::size_t fresh{0};
 };
 
@@ -237,16 +235,15 @@ struct slab_step {
 /// of depth >= 4, the first two slabs are a quarter and a half of `depth` and the last two a
 /// half and a quarter: the first download starts after a thin slab's upload and compute instead
 /// of a full one's, and the last one, which nothing overlaps, is short.
-std::vector<std::pair<std::size_t, std::size_t>> plan_ranges(std::size_t slices,
-                                                             std::size_t depth, bool ramp) {
-  std::vector<std::pair<std::size_t, std::size_t>> r;
+std::vector<z_range> plan_ranges(std::size_t slices, std::size_t depth, bool ramp) {
+  std::vector<z_range> r;
   if (slices == 0 || depth == 0) return r;
   const std::size_t quarter = (depth + 3) / 4, half = (depth + 1) / 2;
   const bool ends = ramp && depth >= 4 && slices >= 4 * depth;
   const std::size_t edge = ends ? quarter + half : 0;  // slices in each end's ramp
   std::size_t z0 = 0;
   const auto add = [&](std::size_t d) {
-    r.emplace_back(z0, z0 + d);
+    r.push_back({z0, z0 + d});
     z0 += d;
   };
   if (ends) {
@@ -265,14 +262,12 @@ std::vector<slab_step> make_steps(std::size_t slices, std::size_t depth, std::si
                                   bool ramp) {
   std::vector<slab_step> steps;
   std::size_t prev_b = 0;
-  for (const auto& [z0, z1] : plan_ranges(slices, depth, ramp)) {
+  for (const z_range& o : plan_ranges(slices, depth, ramp)) {
     slab_step s;
-    s.z0 = z0;
-    s.z1 = z1;
-    s.a = z0 > halo ? z0 - halo : 0;
-    s.b = std::min(slices, z1 + halo);
-    s.fresh = std::max(s.a, prev_b);
-    prev_b = s.b;
+    s.out = o;
+    s.in = {o.z0 > halo ? o.z0 - halo : 0, std::min(slices, o.z1 + halo)};
+    s.fresh = std::max(s.in.z0, prev_b);
+    prev_b = s.in.z1;
     steps.push_back(s);
   }
   return steps;
@@ -288,7 +283,7 @@ slab_shape shape_of(std::size_t slices, std::size_t depth, std::size_t halo, boo
   const std::vector<slab_step> steps = make_steps(slices, depth, halo, ramp);
   slab_shape r;
   r.slabs = steps.size();
-  for (const slab_step& st : steps) r.max_input = std::max(r.max_input, st.b - st.a);
+  for (const slab_step& st : steps) r.max_input = std::max(r.max_input, st.in.depth());
   return r;
 }
 
@@ -454,8 +449,7 @@ slab_sink<T> file_sink(const fs::path& path, extent3 e, const io::write_options&
   return s;
 }
 
-std::vector<std::pair<std::size_t, std::size_t>> slab_ranges(std::size_t slices,
-                                                              std::size_t slab_depth, bool ramp) {
+std::vector<z_range> slab_ranges(std::size_t slices, std::size_t slab_depth, bool ramp) {
   VOX_EXPECTS(slab_depth >= 1, "slab_ranges", "slab_depth must be at least 1 slice");
   return plan_ranges(slices, std::min(slab_depth, slices), ramp);
 }
@@ -465,7 +459,7 @@ std::vector<std::pair<std::size_t, std::size_t>> slab_ranges(std::size_t slices,
 template <class In, class Out>
 stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink,
                              std::size_t slab_depth, std::size_t halo,
-                             const slab_pipeline<In, Out>& pipeline, stream_set& streams,
+                             const slab_pipeline_at<In, Out>& pipeline, stream_set& streams,
                              const stream_options& opts) {
   constexpr const char* op = op_name;
   const auto started = std::chrono::steady_clock::now();
@@ -520,7 +514,7 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
   const std::vector<slab_step> steps = make_steps(e.z, depth, halo, opts.ramp);
   const std::size_t slabs = steps.size();
   std::size_t fresh_max = 0;
-  for (const auto& s : steps) fresh_max = std::max(fresh_max, s.b - s.fresh);
+  for (const auto& s : steps) fresh_max = std::max(fresh_max, s.in.z1 - s.fresh);
 
   // 3. Everything allocated up front: streams, device buffers, pinned buffers, events.
   const bool staged_in = source.pinned == nullptr;
@@ -556,7 +550,7 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
       s.downloaded.synchronize();  // VOX_ALLOW_SYNC: the sink needs the slab on the host
       s.download_pending = false;
     }
-    if (staged_out) sink.write(steps[k].z0, steps[k].z1, s.hout.get());
+    if (staged_out) sink.write(steps[k].out.z0, steps[k].out.z1, s.hout.get());
     ++done;
     if (opts.progress) opts.progress(done, slabs);
   };
@@ -568,27 +562,27 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
       if (k >= buffers) retire(k - buffers);  // frees this slot's pinned output buffer
 
       // Source slices into the pinned buffer, once the upload that last read it has completed.
-      const std::size_t fresh = st.b - st.fresh;
+      const std::size_t fresh = st.in.z1 - st.fresh;
       if (staged_in && fresh > 0) {
         if (s.upload_pending) {
           s.uploaded.synchronize();  // VOX_ALLOW_SYNC: the source refills this pinned buffer
           s.upload_pending = false;
         }
-        source.read(st.fresh, st.b, s.hin.get());
+        source.read(st.fresh, st.in.z1, s.hin.get());
       }
 
       // The device buffers take this slab's shape (a no-op except near the volume's ends).
-      const extent3 se{e.x, e.y, st.b - st.a};
+      const extent3 se{e.x, e.y, st.in.depth()};
       s.din.reshape(up, se);
       s.dout.reshape(up, se);
 
       // Input slices shared with the previous slab: device to device, on the set's first stream.
-      if (st.fresh > st.a) {
+      if (st.fresh > st.in.z0) {
         const ring_slot<In, Out>& p = *r.slots[(k - 1) % buffers];
-        const In* from = p.din.data() + (st.a - steps[k - 1].a) * slice;
+        const In* from = p.din.data() + (st.in.z0 - steps[k - 1].in.z0) * slice;
         In* to = s.din.data();
-        const std::size_t n = (st.fresh - st.a) * slice;
-        exec::run_op(streams, "stream_process halo", {slab{0, 0, st.fresh - st.a}},
+        const std::size_t n = (st.fresh - st.in.z0) * slice;
+        exec::run_op(streams, "stream_process halo", {slab{0, 0, st.fresh - st.in.z0}},
                      {read_all(p.din), write(s.din)},
                      [&](stream_view sv, const slab&) { copy_on_device(to, from, n, sv); });
       }
@@ -596,9 +590,10 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
       // The other input slices: host to device on the upload stream.
       if (fresh > 0) {
         const In* from = staged_in ? s.hin.get() : source.pinned + st.fresh * slice;
-        In* to = s.din.data() + (st.fresh - st.a) * slice;
+        In* to = s.din.data() + (st.fresh - st.in.z0) * slice;
         const std::size_t bytes = fresh * slice * sizeof(In);
-        exec::run_op(up, "stream_process upload", {slab{0, st.fresh - st.a, st.b - st.a}},
+        exec::run_op(up, "stream_process upload",
+                     {slab{0, st.fresh - st.in.z0, st.in.depth()}},
                      {write(s.din)}, [&](stream_view sv, const slab&) {
                        copy_async(to, from, bytes, true, sv, "stream_process upload");
                      });
@@ -607,7 +602,7 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
         rep.bytes_uploaded += bytes;
       }
 
-      pipeline(streams, s.din, s.dout);
+      pipeline(streams, s.din, s.dout, slab_position{k, slabs, st.out, st.in});
       VOX_EXPECTS(s.dout.extent() == se, op,
                   "the pipeline replaced its output volume (extent " + s.dout.extent().str() +
                       ", expected " + se.str() + "): write into `out` instead");
@@ -616,11 +611,11 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
       // discards them, the download stream only joins the pipeline: its event then says when
       // the slab is done (progress, and the pace of the ring).
       {
-        const Out* from = s.dout.data() + (st.z0 - st.a) * slice;
-        Out* to = discard ? nullptr : staged_out ? s.hout.get() : sink.pinned + st.z0 * slice;
-        const std::size_t bytes = discard ? 0 : (st.z1 - st.z0) * slice * sizeof(Out);
-        exec::run_op(down, "stream_process download", {slab{0, st.z0 - st.a, st.z1 - st.a}},
-                     {read(s.dout)}, [&](stream_view sv, const slab&) {
+        const Out* from = s.dout.data() + (st.out.z0 - st.in.z0) * slice;
+        Out* to = discard ? nullptr : staged_out ? s.hout.get() : sink.pinned + st.out.z0 * slice;
+        const std::size_t bytes = discard ? 0 : st.out.depth() * slice * sizeof(Out);
+        exec::run_op(down, "stream_process download",
+                     {slab{0, st.out.z0 - st.in.z0, st.out.z1 - st.in.z0}}, {read(s.dout)}, [&](stream_view sv, const slab&) {
                        if (bytes > 0)
                          copy_async(to, from, bytes, false, sv, "stream_process download");
                      });
@@ -649,6 +644,20 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
 
 // --- instantiations ----------------------------------------------------------------------------
 
+template <class In, class Out>
+stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink,
+                             std::size_t slab_depth, std::size_t halo,
+                             const slab_pipeline<In, Out>& pipeline, stream_set& streams,
+                             const stream_options& opts) {
+  // An empty pipeline stays empty, so that the checks name it.
+  slab_pipeline_at<In, Out> at;
+  if (pipeline) {
+    at = [&pipeline](stream_set& ss, const volume<In>& in, volume<Out>& out,
+                     const slab_position&) { pipeline(ss, in, out); };
+  }
+  return stream_process<In, Out>(source, sink, slab_depth, halo, at, streams, opts);
+}
+
 #define VOX_STREAM_ENDPOINTS(T)                                                       \
   template slab_source<T> host_source<T>(const T*, std::size_t, extent3);             \
   template slab_source<T> host_source<T>(const host_volume<T>&);                      \
@@ -665,10 +674,13 @@ VOX_STREAM_ENDPOINTS(float)
 VOX_STREAM_ENDPOINTS(double)
 #undef VOX_STREAM_ENDPOINTS
 
-#define VOX_STREAM_PROCESS(In, Out)                                      \
-  template stream_report stream_process<In, Out>(                        \
-      const slab_source<In>&, slab_sink<Out>&, std::size_t, std::size_t, \
-      const slab_pipeline<In, Out>&, stream_set&, const stream_options&);
+#define VOX_STREAM_PROCESS(In, Out)                                        \
+  template stream_report stream_process<In, Out>(                          \
+      const slab_source<In>&, slab_sink<Out>&, std::size_t, std::size_t,   \
+      const slab_pipeline<In, Out>&, stream_set&, const stream_options&);  \
+  template stream_report stream_process<In, Out>(                          \
+      const slab_source<In>&, slab_sink<Out>&, std::size_t, std::size_t,   \
+      const slab_pipeline_at<In, Out>&, stream_set&, const stream_options&);
 // In -> In, In -> float, In -> double, In -> uint8 (each pair once).
 VOX_STREAM_PROCESS(std::uint8_t, std::uint8_t)
 VOX_STREAM_PROCESS(std::uint8_t, float)

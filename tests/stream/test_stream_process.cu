@@ -152,7 +152,7 @@ vox::stream_set make_set(std::size_t n, vox::slice_mapping m = vox::slice_mappin
 template <class T>
 struct recording_sink {
   std::vector<T> data;
-  std::vector<std::pair<std::size_t, std::size_t>> writes;
+  std::vector<vox::z_range> writes;
   int finished{0};
   int aborted{0};
   std::size_t throw_at_write{std::numeric_limits<std::size_t>::max()};
@@ -165,7 +165,7 @@ struct recording_sink {
     const std::size_t slice = e.slice_voxels();
     s.write = [this, slice](std::size_t z0, std::size_t z1, const T* src) {
       if (writes.size() == throw_at_write) throw std::runtime_error("sink failure");
-      writes.emplace_back(z0, z1);
+      writes.push_back({z0, z1});
       std::copy(src, src + (z1 - z0) * slice,
                 data.begin() + static_cast<std::ptrdiff_t>(z0 * slice));
     };
@@ -196,8 +196,8 @@ struct recording_source {
 };
 
 /// Each slice of [0, slices) exactly once, in increasing order, in non-empty ranges.
-::testing::AssertionResult covers_in_order(
-    const std::vector<std::pair<std::size_t, std::size_t>>& ranges, std::size_t slices) {
+template <class Range>
+::testing::AssertionResult covers_in_order(const std::vector<Range>& ranges, std::size_t slices) {
   std::size_t next = 0;
   for (const auto& [z0, z1] : ranges) {
     if (z0 != next || z1 <= z0)
@@ -381,7 +381,7 @@ TEST(stream_process, ramp_makes_the_end_slabs_thinner) {
   const auto input = random_voxels<float>(e, 23);
   vox::stream_set streams = make_set(3);
   const auto want = whole<float, float>(streams, input, e, gauss_box<float>());
-  using ranges = std::vector<std::pair<std::size_t, std::size_t>>;
+  using ranges = std::vector<vox::z_range>;
   struct config {
     std::size_t depth;
     bool ramp;
@@ -426,7 +426,7 @@ TEST(stream_process, ramp_makes_the_end_slabs_thinner) {
 }
 
 TEST(stream_process, slab_ranges_cover_the_volume_in_order) {
-  using ranges = std::vector<std::pair<std::size_t, std::size_t>>;
+  using ranges = std::vector<vox::z_range>;
   EXPECT_EQ(vox::slab_ranges(5, 9), (ranges{{0, 5}}));  // deeper than the volume: one slab
   EXPECT_EQ(vox::slab_ranges(1, 1), (ranges{{0, 1}}));
   EXPECT_TRUE(vox::slab_ranges(0, 4).empty());  // an empty volume has no slabs
@@ -444,6 +444,49 @@ TEST(stream_process, slab_ranges_cover_the_volume_in_order) {
     }
   }
   EXPECT_THROW((void)vox::slab_ranges(8, 0), vox::invalid_argument);
+}
+
+// A pipeline given its slab's position (slab_pipeline_at) is told the slab_ranges in order, with
+// its input range the output range plus the halo clamped to the volume; its result equals the
+// plain pipeline's.
+TEST(stream_process, pipeline_is_told_each_slabs_position) {
+  const extent3 e{12, 7, 41};
+  const auto input = random_voxels<float>(e, 23);
+  vox::stream_set streams = make_set(2);
+  const auto want = whole<float, float>(streams, input, e, gauss_box<float>());
+  for (const bool ramp : {true, false}) {
+    SCOPED_TRACE(ramp ? "ramp" : "no ramp");
+    const std::size_t depth = 6;
+    recording_sink<float> rec(e);
+    auto sink = rec.sink(e);
+    recording_source<float> src{&input, {}, std::numeric_limits<std::size_t>::max()};
+    std::vector<vox::slab_position> seen;
+    const vox::slab_pipeline<float, float> plain = gauss_box<float>();
+    const vox::slab_pipeline_at<float, float> at =
+        [&](vox::stream_set& ss, const vox::volume<float>& in, vox::volume<float>& out,
+            const vox::slab_position& where) {
+          EXPECT_EQ(in.extent().z, where.in.depth());
+          seen.push_back(where);
+          plain(ss, in, out);
+        };
+    vox::stream_options o;
+    o.ramp = ramp;
+    const auto rep = vox::stream_process<float, float>(src.source(e), sink, depth, gauss_box_halo,
+                                                       at, streams, o);
+    EXPECT_TRUE(same_bits(rec.data, want, e));
+    const std::vector<vox::z_range> ranges = vox::slab_ranges(e.z, depth, ramp);
+    ASSERT_EQ(seen.size(), ranges.size());
+    EXPECT_EQ(rep.slabs, ranges.size());
+    for (std::size_t k = 0; k < seen.size(); ++k) {
+      const vox::slab_position& p = seen[k];
+      EXPECT_EQ(p.index, k);
+      EXPECT_EQ(p.count, ranges.size());
+      EXPECT_EQ(p.out, ranges[k]);
+      EXPECT_EQ(p.in.z0, ranges[k].z0 >= gauss_box_halo ? ranges[k].z0 - gauss_box_halo : 0);
+      EXPECT_EQ(p.in.z1, std::min(e.z, ranges[k].z1 + gauss_box_halo));
+      EXPECT_EQ(p.halo_lo() + p.out.depth() + p.halo_hi(), p.in.depth());
+    }
+  }
 }
 
 TEST(stream_process, source_and_sink_are_called_in_order_once_per_slice) {

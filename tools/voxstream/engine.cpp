@@ -314,37 +314,6 @@ run_result run_in_memory(const run_options& opt, const io::volume_info& info, st
 
 // --- streamed -------------------------------------------------------------------------------------
 
-/// Maps the k-th call of the pipeline to its slab: the k-th of stream_process's slab_ranges,
-/// read with `halo` slices either side (clamped).
-struct slab_tracker {
-  slab_tracker(extent3 e_, std::size_t depth_, std::size_t halo_, bool ramp)
-      : e(e_), depth(depth_), halo(halo_), ranges(slab_ranges(e_.z, depth_, ramp)) {}
-  extent3 e;
-  std::size_t depth;
-  std::size_t halo;
-  std::vector<std::pair<std::size_t, std::size_t>> ranges;
-  std::size_t k{0};
-  struct position {
-    std::size_t z0;  ///< first output slice of the slab
-    std::size_t z1;
-    std::size_t lo;  ///< halo slices below z0 in the slab buffer
-  };
-  position next(std::size_t in_depth) {
-    VOX_EXPECTS(k < ranges.size(), "run",
-                "internal: slab " + std::to_string(k) + " of " + std::to_string(ranges.size()));
-    const auto [z0, z1] = ranges[k];
-    const std::size_t lo = std::min(halo, z0);
-    const std::size_t hi = std::min(e.z, z1 + halo);
-    VOX_EXPECTS(in_depth == hi - (z0 - lo), "run",
-                "internal: slab " + std::to_string(k) + " has " + std::to_string(in_depth) +
-                    " slices, expected [" + std::to_string(z0 - lo) + ", " + std::to_string(hi) +
-                    ") for slabs of " + std::to_string(depth) + " with a halo of " +
-                    std::to_string(halo));
-    ++k;
-    return {z0, z1, lo};
-  }
-};
-
 /// The input file as a slab source; with `z_window` [z0, z1) only those slices (a crop along z
 /// at the start of a streamed run reads nothing else).
 template <class In>
@@ -487,10 +456,8 @@ stream_report stream_pass(const run_options& opt, const io::volume_info& info,
   // A downsampling terminal needs every slab's depth a multiple of its z factor: no thinner
   // slabs at the ends then.
   const bool ramp = term == nullptr || term->op.kind != op_kind::downsample;
-  slab_tracker tracker{info.extent, depth, halo, ramp};
-  const slab_pipeline<In, Out> pipeline = [&](stream_set& ss, const volume<In>& in,
-                                              volume<Out>& out) {
-    const slab_tracker::position p = tracker.next(in.extent().z);
+  const slab_pipeline_at<In, Out> pipeline = [&](stream_set& ss, const volume<In>& in,
+                                                 volume<Out>& out, const slab_position& p) {
     with_chain_result(ss, chain, in, [&](const auto& res) {
       using T = voxel_t<decltype(res)>;
       if (term == nullptr) {
@@ -500,13 +467,13 @@ stream_report stream_pass(const run_options& opt, const io::volume_info& info,
           convert<T, Out>(ss, res, out);
         return;
       }
-      const std::size_t depth_here = p.z1 - p.z0;
-      if (p.lo == 0 && res.extent().z == depth_here) {
-        terminal_slab(ss, *term, res, p.z0);
+      const std::size_t depth_here = p.out.depth();
+      if (p.halo_lo() == 0 && res.extent().z == depth_here) {
+        terminal_slab(ss, *term, res, p.out.z0);
       } else {
         volume<T> interior(ss, extent3{res.extent().x, res.extent().y, depth_here});
-        crop(ss, res, interior, extent3{0, 0, p.lo});
-        terminal_slab(ss, *term, interior, p.z0);
+        crop(ss, res, interior, extent3{0, 0, p.halo_lo()});
+        terminal_slab(ss, *term, interior, p.out.z0);
       }
     });
   };

@@ -37,6 +37,7 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/core/extent.hpp>
 #include <voxstream/core/stream.hpp>
+#include <voxstream/core/z_range.hpp>
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/io/format.hpp>
 #include <voxstream/ops/reduce.hpp>
@@ -44,15 +45,8 @@
 
 namespace vox::dist {
 
-/// @brief A half-open range of global z-slices [z0, z1).
-struct slice_range {
-  std::size_t z0{0};
-  std::size_t z1{0};
-  [[nodiscard]] std::size_t depth() const noexcept { return z1 - z0; }
-  [[nodiscard]] bool operator==(const slice_range& o) const noexcept {
-    return z0 == o.z0 && z1 == o.z1;
-  }
-};
+/// @brief A half-open range of global z-slices [z0, z1): the library's vox::z_range.
+using slice_range = vox::z_range;
 
 /// @brief One partition of a plan: the slices it owns and those it holds (owned plus halos).
 struct partition {

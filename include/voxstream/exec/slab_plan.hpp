@@ -22,6 +22,8 @@
 #include <limits>
 #include <vector>
 
+#include <voxstream/core/z_range.hpp>
+
 namespace vox {
 
 /// @brief How z-slices map to the streams of a set.
@@ -36,6 +38,8 @@ struct slab {
   std::size_t z0{0};
   std::size_t z1{0};
   [[nodiscard]] std::size_t depth() const noexcept { return z1 - z0; }
+  /// @brief The slab's slices as a z_range.
+  [[nodiscard]] z_range range() const noexcept { return {z0, z1}; }
   [[nodiscard]] bool operator==(const slab& o) const noexcept {
     return stream == o.stream && z0 == o.z0 && z1 == o.z1;
   }

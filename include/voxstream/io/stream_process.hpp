@@ -53,6 +53,7 @@
 #include <vector>
 
 #include <voxstream/core/extent.hpp>
+#include <voxstream/core/z_range.hpp>
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/io/format.hpp>
 #include <voxstream/io/host_volume.hpp>
@@ -151,6 +152,25 @@ template <class In, class Out>
 using slab_pipeline =
     std::function<void(stream_set& streams, const volume<In>& in, volume<Out>& out)>;
 
+/// @brief Where the slab a pipeline is given lies in the volume.
+struct slab_position {
+  std::size_t index{0};  ///< the slab's place in the run, 0-based
+  std::size_t count{0};  ///< slabs in the run
+  z_range out;           ///< its own output slices, in the volume's z
+  z_range in;            ///< its input slices, halo included, in the volume's z (`in`'s slice 0)
+  /// @brief Halo slices below `out` at the start of the input volume (0 at the volume's start).
+  [[nodiscard]] std::size_t halo_lo() const noexcept { return out.z0 - in.z0; }
+  /// @brief Halo slices above `out` at the end of the input volume (0 at the volume's end).
+  [[nodiscard]] std::size_t halo_hi() const noexcept { return in.z1 - out.z1; }
+};
+
+/// @brief A pipeline that is also told which slab it has (slab_position): for per-slab work that
+///        depends on z, such as cropping the slab's own slices out of the haloed result or
+///        writing a slab of a larger target.
+template <class In, class Out>
+using slab_pipeline_at = std::function<void(stream_set& streams, const volume<In>& in,
+                                            volume<Out>& out, const slab_position& where)>;
+
 /// @brief Knobs of stream_process.
 struct stream_options {
   /// Device memory stream_process may allocate for its slab buffers, in bytes (0: no limit):
@@ -187,9 +207,8 @@ struct stream_report {
 ///        know which slab they are given (the k-th call gets the k-th range; its input adds up to
 ///        `halo` slices either side, clamped to the volume). Pure. Throws vox::invalid_argument
 ///        for slab_depth 0.
-[[nodiscard]] std::vector<std::pair<std::size_t, std::size_t>> slab_ranges(std::size_t slices,
-                                                                          std::size_t slab_depth,
-                                                                          bool ramp = true);
+[[nodiscard]] std::vector<z_range> slab_ranges(std::size_t slices, std::size_t slab_depth,
+                                              bool ramp = true);
 
 /// @brief Streams `source` through `pipeline` into `sink`, slab by slab (see the file comment).
 ///        Blocks until the sink has every slice. Throws vox::invalid_argument (mismatched
@@ -201,6 +220,13 @@ template <class In, class Out>
 stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink,
                              std::size_t slab_depth, std::size_t halo,
                              const slab_pipeline<In, Out>& pipeline, stream_set& streams,
+                             const stream_options& opts = {});
+
+/// @brief stream_process with a pipeline that is told each slab's position (slab_position).
+template <class In, class Out>
+stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink,
+                             std::size_t slab_depth, std::size_t halo,
+                             const slab_pipeline_at<In, Out>& pipeline, stream_set& streams,
                              const stream_options& opts = {});
 
 }  // namespace vox
