@@ -1,7 +1,8 @@
 # Backend helpers shared by the build tree and the installed package.
 #   VOXSTREAM_BACKEND         cuda | host
 #   voxstream_cuda_sources(<files>)   .cu files: CUDA on the cuda backend, C++ (g++) on host
-#   voxstream_backend_usage(<target>) usage requirements of the backend (library target only)
+#   voxstream_backend_usage(<target>) usage requirements of the backend (voxstream_core only; the
+#                                     other components get them through core; CUPTI is profile's)
 #   voxstream_warnings(<target>)      warnings (as errors when VOXSTREAM_WARNINGS_AS_ERRORS)
 
 function(voxstream_cuda_sources)
@@ -32,7 +33,7 @@ function(voxstream_backend_usage target)
   voxstream_find_cccl(cccl)
   target_include_directories(${target} SYSTEM PUBLIC $<BUILD_INTERFACE:${cccl}>)
   if(VOXSTREAM_BACKEND STREQUAL "cuda")
-    target_link_libraries(${target} PUBLIC CUDA::cudart_static CUDA::cupti)
+    target_link_libraries(${target} PUBLIC CUDA::cudart_static)
     target_compile_options(${target} PUBLIC
       $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda --expt-relaxed-constexpr>)
   else()
