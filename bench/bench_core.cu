@@ -19,7 +19,13 @@
 
 #include <voxstream/voxstream.hpp>
 
+#include "bench_util.cuh"
+
 namespace {
+
+using vox_bench::device_buffer;
+using vox_bench::fork_join_timer;
+using vox_bench::median;
 
 constexpr vox::extent3 big{1024, 1024, 512};    // 2 GiB of float: far beyond the 60 MB L2
 constexpr vox::extent3 small{64, 64, 64};       // 1 MiB: creation cost without the traffic
@@ -29,69 +35,7 @@ constexpr int runs = 30;           // >= 20, median
 constexpr int transfer_runs = 10;  // host transfers are slower; median of these
 constexpr int batch = 10;          // ops back to back in the pipeline rows
 
-void check(cudaError_t e, const char* call, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorName(e) + " (" +
-                             cudaGetErrorString(e) + ") at bench_core.cu:" +
-                             std::to_string(line));
-}
-#define BENCH_CHECK(call) check((call), #call, __LINE__)
-
 double gigabytes(std::size_t bytes) { return static_cast<double>(bytes) * 1e-9; }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t k = v.size();
-  return k % 2 == 1 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
-}
-
-// Forks work streams from a timing stream and joins them back, with CUDA events around.
-class fork_join_timer {
- public:
-  explicit fork_join_timer(std::size_t max_streams) : joins_(max_streams, nullptr) {
-    BENCH_CHECK(cudaStreamCreateWithFlags(&timing_, cudaStreamNonBlocking));
-    BENCH_CHECK(cudaEventCreate(&start_));
-    BENCH_CHECK(cudaEventCreate(&stop_));
-    for (auto& j : joins_) BENCH_CHECK(cudaEventCreateWithFlags(&j, cudaEventDisableTiming));
-  }
-  ~fork_join_timer() {
-    for (auto j : joins_)
-      if (j != nullptr) (void)cudaEventDestroy(j);
-    if (stop_ != nullptr) (void)cudaEventDestroy(stop_);
-    if (start_ != nullptr) (void)cudaEventDestroy(start_);
-    if (timing_ != nullptr) (void)cudaStreamDestroy(timing_);
-  }
-  fork_join_timer(const fork_join_timer&) = delete;
-  fork_join_timer& operator=(const fork_join_timer&) = delete;
-
-  [[nodiscard]] cudaStream_t stream() const noexcept { return timing_; }
-
-  void begin(const std::vector<cudaStream_t>& work) {
-    BENCH_CHECK(cudaEventRecord(start_, timing_));
-    for (cudaStream_t s : work) BENCH_CHECK(cudaStreamWaitEvent(s, start_, 0));
-  }
-  void end(const std::vector<cudaStream_t>& work) {
-    if (work.size() > joins_.size()) throw std::logic_error("fork_join_timer: too many streams");
-    for (std::size_t i = 0; i < work.size(); ++i) {
-      BENCH_CHECK(cudaEventRecord(joins_[i], work[i]));
-      BENCH_CHECK(cudaStreamWaitEvent(timing_, joins_[i], 0));
-    }
-    BENCH_CHECK(cudaEventRecord(stop_, timing_));
-  }
-  /// Blocks the host until `stop` has completed.
-  double elapsed_ms() {
-    BENCH_CHECK(cudaEventSynchronize(stop_));
-    float ms = 0;
-    BENCH_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms;
-  }
-
- private:
-  cudaStream_t timing_{nullptr};
-  cudaEvent_t start_{nullptr};
-  cudaEvent_t stop_{nullptr};
-  std::vector<cudaEvent_t> joins_;
-};
 
 // Median GPU time of enqueue(run) between fork and join, after the warm-up runs.
 template <class Enqueue>
@@ -121,14 +65,6 @@ struct row {
   double gbps{0};
   double frac{0};
   std::string extra;  // appended to the RESULT line, e.g. "host_us=3.1"
-};
-
-struct device_buffer {
-  void* p{nullptr};
-  explicit device_buffer(std::size_t bytes) { BENCH_CHECK(cudaMalloc(&p, bytes)); }
-  ~device_buffer() { (void)cudaFree(p); }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
 };
 
 // Checks slices 0, middle and last of `v` after the set's work, on the timing stream.

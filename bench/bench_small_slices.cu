@@ -53,6 +53,8 @@
 
 #include <cuda_runtime.h>
 
+#include "bench_util.cuh"
+
 namespace {
 
 constexpr std::size_t nx = 64;
@@ -63,13 +65,6 @@ constexpr int warmups = 3;
 constexpr int runs = 25;
 constexpr int passes = 10;  // passes per timed run: the timer's own fork and join amortised
 
-void check(cudaError_t e, const char* call, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorName(e) + " (" +
-                             cudaGetErrorString(e) +
-                             ") at bench_small_slices.cu:" + std::to_string(line));
-}
-#define BENCH_CHECK(call) check((call), #call, __LINE__)
 
 }  // namespace
 
@@ -149,53 +144,29 @@ void per_slab(vox::stream_set& s, const vox::volume<float>& in, vox::volume<floa
 // Times work on the streams of a set from a separate timing stream (fork and join by events).
 class timer {
  public:
-  explicit timer(const vox::stream_set& s) {
+  explicit timer(const vox::stream_set& s) : fj_(s.size()) {
     for (std::size_t i = 0; i < s.size(); ++i) work_.push_back(s.stream(i).value());
-    BENCH_CHECK(cudaStreamCreateWithFlags(&timing_, cudaStreamNonBlocking));
-    BENCH_CHECK(cudaEventCreate(&start_));
-    BENCH_CHECK(cudaEventCreate(&stop_));
-    joins_.resize(work_.size(), nullptr);
-    for (auto& j : joins_) BENCH_CHECK(cudaEventCreateWithFlags(&j, cudaEventDisableTiming));
   }
-  ~timer() {
-    for (auto j : joins_)
-      if (j != nullptr) (void)cudaEventDestroy(j);
-    (void)cudaEventDestroy(start_);
-    (void)cudaEventDestroy(stop_);
-    (void)cudaStreamDestroy(timing_);
-  }
-  timer(const timer&) = delete;
-  timer& operator=(const timer&) = delete;
 
   // Median over `runs` timed runs (after `warmups` untimed ones) of the time per pass, in ms;
   // a run is `passes` calls of f back to back, as a pipeline would issue them.
   double median_ms(const std::function<void()>& f) {
     std::vector<double> ms;
     for (int r = -warmups; r < runs; ++r) {
-      BENCH_CHECK(cudaEventRecord(start_, timing_));
-      for (cudaStream_t s : work_) BENCH_CHECK(cudaStreamWaitEvent(s, start_, 0));
+      fj_.begin(work_);
       for (int k = 0; k < passes; ++k) f();
-      for (std::size_t i = 0; i < work_.size(); ++i) {
-        BENCH_CHECK(cudaEventRecord(joins_[i], work_[i]));
-        BENCH_CHECK(cudaStreamWaitEvent(timing_, joins_[i], 0));
-      }
-      BENCH_CHECK(cudaEventRecord(stop_, timing_));
-      BENCH_CHECK(cudaEventSynchronize(stop_));
-      float t = 0;
-      BENCH_CHECK(cudaEventElapsedTime(&t, start_, stop_));
-      if (r >= 0) ms.push_back(static_cast<double>(t) / passes);
+      fj_.end(work_);
+      const double t = fj_.elapsed_ms();
+      if (r >= 0) ms.push_back(t / passes);
     }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return vox_bench::median(ms);  // runs is odd: the middle run
   }
 
  private:
   std::vector<cudaStream_t> work_;
-  cudaStream_t timing_{nullptr};
-  cudaEvent_t start_{nullptr};
-  cudaEvent_t stop_{nullptr};
-  std::vector<cudaEvent_t> joins_;
+  vox_bench::fork_join_timer fj_;
 };
+
 
 struct bench {
   vox::extent3 ext{nx, ny, nz};

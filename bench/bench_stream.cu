@@ -49,7 +49,12 @@
 #include <voxstream/profile/timeline.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "bench_util.cuh"
+
 namespace {
+
+using vox_bench::device_buffer;
+using vox_bench::median;
 
 vox::extent3 vol{1024, 1024, 2048};  // 8 GiB of float (argv[4]: another depth)
 // Device memory for the slab buffers (argv[2] in MiB overrides) and slabs in flight (argv[3]).
@@ -65,20 +70,6 @@ constexpr int chunks = 24;
 constexpr int duplex_runs = 5;
 constexpr int stream_runs = 5;
 constexpr double mask_threshold = 128.0;  // about half the input's 0..256 range
-
-void check(cudaError_t e, const char* call, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorName(e) + " (" +
-                             cudaGetErrorString(e) +
-                             ") at bench_stream.cu:" + std::to_string(line));
-}
-#define BENCH_CHECK(call) check((call), #call, __LINE__)
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t k = v.size();
-  return k % 2 == 1 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
-}
 
 double gbps(std::size_t bytes, double ms) { return static_cast<double>(bytes) * 1e-6 / ms; }
 
@@ -96,14 +87,6 @@ float elapsed_ms(const timing_event& a, const timing_event& b) {
   return ms;
 }
 
-struct device_memory {
-  void* p{nullptr};
-  explicit device_memory(std::size_t bytes) { BENCH_CHECK(cudaMalloc(&p, bytes)); }
-  ~device_memory() { (void)cudaFree(p); }
-  device_memory(const device_memory&) = delete;
-  device_memory& operator=(const device_memory&) = delete;
-};
-
 struct copy_rates {
   double h2d_ms{0}, d2h_ms{0};      // one direction at a time, copy_bytes each
   double both_h2d{0}, both_d2h{0};  // GB/s, both at once, sustained
@@ -112,7 +95,7 @@ struct copy_rates {
 /// Pinned copies from `host_src` and into `host_dst` (each at least chunks x chunk_bytes).
 copy_rates measure_copies(const char* host_src, char* host_dst) {
   const std::size_t span = std::size_t{chunks} * chunk_bytes;
-  device_memory a(span), b(span);
+  device_buffer a(span), b(span);
   BENCH_CHECK(cudaMemset(b.p, 0, span));  // harness setup, outside any timing
   const vox::stream up, down;             // non-blocking streams
   copy_rates r;

@@ -18,6 +18,8 @@
 #include <voxstream/dist/partitioned_volume.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/random.hpp"
+
 namespace vox_dist_test {
 
 using vox::extent3;
@@ -39,16 +41,12 @@ void expect_invalid(F&& f, const std::string& what) {
 
 template <class T>
 std::vector<T> random_data(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<T> v(n);
   if constexpr (std::is_floating_point<T>::value) {
-    std::uniform_real_distribution<double> d(-100.0, 100.0);
-    for (auto& x : v) x = static_cast<T>(d(rng));
+    return vox_test::random_values<T, std::mt19937>(n, seed, -100.0, 100.0);
   } else {
-    std::uniform_int_distribution<long long> d(std::is_signed<T>::value ? -30000 : 1, 30000);
-    for (auto& x : v) x = static_cast<T>(d(rng));
+    return vox_test::random_values<T, std::mt19937>(n, seed, std::is_signed<T>::value ? -30000 : 1,
+                                                    30000);
   }
-  return v;
 }
 
 template <class T>

@@ -20,11 +20,18 @@
 #include <voxstream/ops/transform.hpp>
 #include <voxstream/volume.hpp>
 
+#include "../common/compare.hpp"
+#include "../common/random.hpp"
+#include "../common/volumes.hpp"
+
 // Helpers and functors live in a named namespace: nvcc's extended lambdas need a named
 // enclosing function outside any class (gtest's TestBody is private).
 namespace elementwise_test {
 
 using vox::extent3;
+
+using vox_test::fetch;
+using vox_test::make_volume;
 
 const extent3 odd{37, 53, 29};
 
@@ -48,17 +55,7 @@ struct range_of<double> {
 template <class T>
 std::vector<T> random_values(std::size_t n, unsigned seed, double lo = range_of<T>::lo,
                              double hi = range_of<T>::hi) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(n);
-  if constexpr (std::is_floating_point<T>::value) {
-    std::uniform_real_distribution<double> d(lo, hi);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  } else {
-    std::uniform_int_distribution<long long> d(static_cast<long long>(lo),
-                                               static_cast<long long>(hi));
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  }
-  return v;
+  return vox_test::random_values<T>(n, seed, lo, hi);
 }
 
 /// Independent reference of the documented store rule: NaN -> 0, round half to even, saturate.
@@ -77,27 +74,10 @@ Out ref_store(double v) {
   }
 }
 
-template <class T>
-vox::volume<T> make_volume(vox::stream_set& s, extent3 e, const std::vector<T>& h) {
-  vox::volume<T> v(s, e);
-  vox::upload(s, h.data(), h.size(), v);
-  return v;
-}
-
-template <class T>
-std::vector<T> fetch(vox::stream_set& s, const vox::volume<T>& v) {
-  std::vector<T> h(v.size());
-  vox::download(s, v, h.data(), h.size());
-  return h;
-}
-
 /// A value the ops are unlikely to produce everywhere, written before each op.
 template <class T>
 T poison() {
-  if constexpr (std::is_floating_point<T>::value)
-    return static_cast<T>(-12345.25);
-  else
-    return static_cast<T>(std::numeric_limits<T>::max() - 3);
+  return vox_test::poison<T>(-12345.25);
 }
 
 template <class T>
@@ -175,8 +155,7 @@ TEST(ElementwiseSaturateCast, RoundsHalfToEvenAndSaturatesLikeNumpy) {
 
 template <class T>
 class ElementwiseTyped : public ::testing::Test {};
-using voxel_types =
-    ::testing::Types<std::uint8_t, std::uint16_t, std::int16_t, std::int32_t, float, double>;
+using vox_test::voxel_types;
 TYPED_TEST_SUITE(ElementwiseTyped, voxel_types);
 
 template <class In, class Out>

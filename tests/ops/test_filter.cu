@@ -28,114 +28,35 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/compare.hpp"
+#include "../common/random.hpp"
+#include "../common/stream_sets.hpp"
+#include "../common/volumes.hpp"
+
 namespace {
 
 using vox::border;
 using vox::extent3;
 using idx = std::ptrdiff_t;
 
-using filter_voxel_types =
-    ::testing::Types<std::uint8_t, std::uint16_t, std::int16_t, std::int32_t, float, double>;
+using filter_voxel_types = vox_test::voxel_types;
+using vox_test::all_configs;
+using vox_test::at;
+using vox_test::describe;
+using vox_test::expect_close;
+using vox_test::fetch;
+using vox_test::make_set;
+using vox_test::make_volume;
+using vox_test::poison;
+using vox_test::poisoned;
+using vox_test::random_voxels;
+using vox_test::stream_config;
 
 const border all_modes[] = {border::reflect, border::nearest, border::constant, border::wrap};
-
-struct stream_config {
-  std::size_t streams;
-  vox::slice_mapping mapping;
-  bool every_stream;  // slab_policy::every_stream(): many slabs of small volumes (halo seams)
-};
-const stream_config all_configs[] = {{1, vox::slice_mapping::contiguous, false},
-                                     {3, vox::slice_mapping::contiguous, true},
-                                     {32, vox::slice_mapping::contiguous, true},
-                                     {3, vox::slice_mapping::round_robin, true},
-                                     {32, vox::slice_mapping::round_robin, false}};
-
-vox::stream_set make_set(const stream_config& c) {
-  vox::stream_set_options o;
-  o.mapping = c.mapping;
-  if (c.every_stream) o.policy = vox::slab_policy::every_stream();
-  o.staging_buffers = 2;
-  o.staging_bytes = 1u << 20;
-  return vox::stream_set(c.streams, o);
-}
-
-std::string describe(const stream_config& c) {
-  return std::to_string(c.streams) + " streams, " +
-         (c.mapping == vox::slice_mapping::contiguous ? "contiguous" : "round_robin") +
-         (c.every_stream ? ", a slab per stream" : ", default slab policy");
-}
 
 std::string describe(const vox::filter_options& o) {
   return std::string("mode ") + vox::border_name(o.mode) + ", cval " + std::to_string(o.cval) +
          ", dims " + std::to_string(o.dims) + ", truncate " + std::to_string(o.truncate);
-}
-
-template <class T>
-std::vector<T> random_voxels(const extent3& e, std::uint32_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(e.voxels());
-  if constexpr (std::is_floating_point_v<T>) {
-    std::uniform_real_distribution<double> d(-100.0, 100.0);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  } else {
-    using L = std::numeric_limits<T>;
-    const std::int64_t lo = std::is_same_v<T, std::int32_t> ? -(std::int64_t{1} << 30) : L::min();
-    const std::int64_t hi = std::is_same_v<T, std::int32_t> ? (std::int64_t{1} << 30) : L::max();
-    std::uniform_int_distribution<std::int64_t> d(lo, hi);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  }
-  return v;
-}
-
-/// Written into outputs before an op, so that a voxel the op misses is caught.
-template <class T>
-T poison() {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::numeric_limits<T>::quiet_NaN();
-  } else {
-    return static_cast<T>(std::numeric_limits<T>::max() - 3);
-  }
-}
-
-template <class T>
-vox::volume<T> make_volume(vox::stream_set& s, const extent3& e, const std::vector<T>& h) {
-  vox::volume<T> v(s, e);
-  vox::upload(s, h.data(), h.size(), v);
-  return v;
-}
-
-template <class T>
-vox::volume<T> poisoned(vox::stream_set& s, const extent3& e) {
-  vox::volume<T> v(s, e);
-  vox::fill(s, v, poison<T>());
-  return v;
-}
-
-template <class T>
-std::vector<T> fetch(vox::stream_set& s, const vox::volume<T>& v) {
-  std::vector<T> h(v.size());
-  vox::download(s, v, h.data(), h.size());
-  return h;
-}
-
-std::string at(const extent3& e, std::size_t i) {
-  const std::size_t x = i % e.x, y = (i / e.x) % e.y, z = i / e.slice_voxels();
-  return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
-}
-
-/// |got - want| <= tol (exact when tol is 0; NaN never passes); reports the first differences.
-template <class T>
-void expect_close(const std::vector<T>& got, const std::vector<double>& want, double tol,
-                  const extent3& e) {
-  ASSERT_EQ(got.size(), want.size());
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
-    if (!(d <= tol) && ++bad <= 5)
-      ADD_FAILURE() << "voxel " << at(e, i) << " of " << e.str() << ": got " << +got[i] << ", want "
-                    << want[i] << " (tolerance " << tol << ")";
-  }
-  EXPECT_EQ(bad, 0u) << "of " << got.size() << " voxels";
 }
 
 template <class T>

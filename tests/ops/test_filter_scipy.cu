@@ -22,9 +22,12 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/volumes.hpp"
+
 namespace {
 
 using vox::extent3;
+using vox_test::fetch;
 
 struct fixture_case {
   std::string line;
@@ -73,13 +76,6 @@ vox::border mode_of(const std::string& m) {
   if (m == "constant") return vox::border::constant;
   if (m == "wrap") return vox::border::wrap;
   return vox::border::reflect;
-}
-
-template <class T>
-std::vector<T> fetch(vox::stream_set& s, const vox::volume<T>& v) {
-  std::vector<T> h(v.size());
-  vox::download(s, v, h.data(), h.size());
-  return h;
 }
 
 struct tolerances {

@@ -28,88 +28,29 @@
 #include <voxstream/ops/geometry.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/compare.hpp"
+#include "../common/random.hpp"
+#include "../common/stream_sets.hpp"
+#include "../common/volumes.hpp"
+
 namespace {
 
 using vox::extent3;
 
-using geometry_voxel_types =
-    ::testing::Types<std::uint8_t, std::uint16_t, std::int16_t, std::int32_t, float, double>;
-
-struct stream_config {
-  std::size_t streams;
-  vox::slice_mapping mapping;
-  bool every_stream;  // slab_policy::every_stream(): many slabs of small volumes (halo seams)
-};
-const stream_config geometry_configs[] = {{1, vox::slice_mapping::contiguous, false},
-                                          {3, vox::slice_mapping::contiguous, true},
-                                          {32, vox::slice_mapping::contiguous, true},
-                                          {3, vox::slice_mapping::round_robin, true},
-                                          {32, vox::slice_mapping::round_robin, false}};
-
-std::string describe(const stream_config& c) {
-  return std::to_string(c.streams) + " streams, " +
-         (c.mapping == vox::slice_mapping::contiguous ? "contiguous" : "round_robin") +
-         (c.every_stream ? ", a slab per stream" : ", default slab policy");
-}
-
-vox::stream_set make_set(const stream_config& c) {
-  vox::stream_set_options o;
-  o.mapping = c.mapping;
-  if (c.every_stream) o.policy = vox::slab_policy::every_stream();
-  o.staging_buffers = 2;
-  o.staging_bytes = 1u << 20;
-  return vox::stream_set(c.streams, o);
-}
-
-template <class T>
-std::vector<T> random_voxels(const extent3& e, std::uint32_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(e.voxels());
-  if constexpr (std::is_floating_point<T>::value) {
-    std::uniform_real_distribution<double> d(-100.0, 100.0);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  } else {
-    using L = std::numeric_limits<T>;
-    const std::int64_t lo =
-        std::is_same<T, std::int32_t>::value ? -(std::int64_t{1} << 30) : L::min();
-    const std::int64_t hi =
-        std::is_same<T, std::int32_t>::value ? (std::int64_t{1} << 30) : L::max();
-    std::uniform_int_distribution<std::int64_t> d(lo, hi);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  }
-  return v;
-}
-
-/// A value written into outputs before an op, so that a voxel the op misses is caught.
-template <class T>
-T poison() {
-  if constexpr (std::is_floating_point<T>::value)
-    return std::numeric_limits<T>::quiet_NaN();
-  else
-    return static_cast<T>(std::numeric_limits<T>::max() - 3);
-}
-
-template <class T>
-vox::volume<T> make_volume(vox::stream_set& s, const extent3& e, const std::vector<T>& h) {
-  vox::volume<T> v(s, e);
-  vox::upload(s, h.data(), h.size(), v);
-  return v;
-}
-
-template <class T>
-std::vector<T> fetch(vox::stream_set& s, const vox::volume<T>& v) {
-  std::vector<T> h(v.size());
-  vox::download(s, v, h.data(), h.size());
-  return h;
-}
+using geometry_voxel_types = vox_test::voxel_types;
+using vox_test::all_configs;
+using vox_test::at;
+using vox_test::describe;
+using vox_test::expect_close;
+using vox_test::fetch;
+using vox_test::make_set;
+using vox_test::make_volume;
+using vox_test::poison;
+using vox_test::random_voxels;
+using vox_test::stream_config;
 
 std::size_t idx(const extent3& e, std::size_t x, std::size_t y, std::size_t z) {
   return (z * e.y + y) * e.x + x;
-}
-
-std::string at(const extent3& e, std::size_t i) {
-  const std::size_t x = i % e.x, y = (i / e.x) % e.y, z = i / e.slice_voxels();
-  return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
 }
 
 /// Exact comparison; reports the first few differences.
@@ -123,21 +64,6 @@ void expect_equal(const std::vector<T>& got, const std::vector<T>& want, const e
                           : got[i] == want[i];
     if (!same && ++bad <= 5)
       ADD_FAILURE() << "voxel " << at(e, i) << ": got " << +got[i] << ", want " << +want[i];
-  }
-  EXPECT_EQ(bad, 0u) << "of " << got.size() << " voxels";
-}
-
-/// |got - ref| <= tol (NaN never passes); reports the first few differences.
-template <class T>
-void expect_near(const std::vector<T>& got, const std::vector<double>& ref, double tol,
-                 const extent3& e) {
-  ASSERT_EQ(got.size(), ref.size());
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(got[i]) - ref[i]);
-    if (!(d <= tol) && ++bad <= 5)
-      ADD_FAILURE() << "voxel " << at(e, i) << ": got " << +got[i] << ", want " << ref[i]
-                    << " (tolerance " << tol << ")";
   }
   EXPECT_EQ(bad, 0u) << "of " << got.size() << " voxels";
 }
@@ -299,7 +225,7 @@ TYPED_TEST(GeometryTyped, DownsampleMeanMatchesReference) {
                          {odd, {3, 1, 4}, true},        {odd, {5, 7, 3}, false},
                          {odd, {1, 1, 1}, false},       {{37, 53, 1}, {2, 3, 1}, true},
                          {{1, 1, 1}, {1, 1, 1}, false}, {{6, 4, 8}, {6, 4, 8}, false}};
-  for (const auto& cfg : geometry_configs) {
+  for (const auto& cfg : all_configs) {
     SCOPED_TRACE(describe(cfg));
     auto s = make_set(cfg);
     for (const auto& c : cases) {
@@ -314,7 +240,7 @@ TYPED_TEST(GeometryTyped, DownsampleMeanMatchesReference) {
         expect_equal(fetch(s, out), round_to<T>(ref), eo);
       } else {
         const double tol = (std::is_same<T, float>::value ? 1e-6 : 1e-12) * max_abs(h);
-        expect_near(fetch(s, out), ref, tol, eo);
+        expect_close(fetch(s, out), ref, tol, eo);
       }
     }
   }
@@ -329,7 +255,7 @@ TYPED_TEST(GeometryTyped, ResizeMatchesReference) {
       {odd, {20, 61, 29}},       {odd, {50, 17, 3}},     {odd, odd},
       {odd, {1, 1, 1}},          {{1, 1, 1}, {4, 3, 2}}, {{37, 53, 1}, {19, 27, 1}},
       {{37, 53, 1}, {40, 9, 4}}, {{5, 1, 2}, {1, 6, 7}}};
-  for (const auto& cfg : geometry_configs) {
+  for (const auto& cfg : all_configs) {
     SCOPED_TRACE(describe(cfg));
     auto s = make_set(cfg);
     for (const auto& c : cases) {
@@ -348,7 +274,7 @@ TYPED_TEST(GeometryTyped, ResizeMatchesReference) {
       const double tol =
           (8 * eps + 64 * nmax * std::numeric_limits<double>::epsilon()) * max_abs(h) +
           (std::is_integral<T>::value ? 0.5 : 0.0);
-      expect_near(fetch(s, out), ref, tol, c.out);
+      expect_close(fetch(s, out), ref, tol, c.out);
     }
   }
 }
@@ -358,7 +284,7 @@ TYPED_TEST(GeometryTyped, PermuteMatchesReference) {
   const vox::axis_permutation perms[] = {{0, 1, 2}, {1, 0, 2}, {2, 1, 0},
                                          {0, 2, 1}, {1, 2, 0}, {2, 0, 1}};
   const extent3 extents[] = {odd, {70, 33, 40}, {37, 53, 1}, {1, 1, 1}, {1, 45, 2}};
-  for (const auto& cfg : geometry_configs) {
+  for (const auto& cfg : all_configs) {
     SCOPED_TRACE(describe(cfg));
     auto s = make_set(cfg);
     for (const extent3& e : extents) {
@@ -426,7 +352,7 @@ TYPED_TEST(GeometryTyped, CropMatchesReference) {
   const tcase cases[] = {{odd, {3, 5, 7}, {20, 31, 11}},        {odd, {0, 0, 0}, odd},
                          {odd, {36, 52, 28}, {1, 1, 1}},        {odd, {0, 10, 28}, {37, 1, 1}},
                          {{37, 53, 1}, {4, 0, 0}, {33, 53, 1}}, {{1, 1, 1}, {0, 0, 0}, {1, 1, 1}}};
-  for (const auto& cfg : geometry_configs) {
+  for (const auto& cfg : all_configs) {
     SCOPED_TRACE(describe(cfg));
     auto s = make_set(cfg);
     for (const auto& c : cases) {
@@ -454,7 +380,7 @@ TYPED_TEST(GeometryTyped, PadMatchesReferenceEveryMode) {
   const vox::border modes[] = {vox::border::reflect, vox::border::nearest, vox::border::constant,
                                vox::border::wrap};
   const T value = static_cast<T>(42);
-  for (const auto& cfg : geometry_configs) {
+  for (const auto& cfg : all_configs) {
     SCOPED_TRACE(describe(cfg));
     auto s = make_set(cfg);
     for (const auto& c : cases) {
@@ -741,7 +667,7 @@ void run_fixture(vox::stream_set& s, const fixture_case& c, double tol_resize, d
   std::vector<double> want_t(want.size());
   for (std::size_t i = 0; i < want.size(); ++i)
     want_t[i] = tol == 0 ? static_cast<double>(static_cast<T>(want[i])) : want[i];
-  expect_near(fetch(s, out), want_t, tol, c.eout);
+  expect_close(fetch(s, out), want_t, tol, c.eout);
 }
 
 /// Integer zooms: scipy rounds to nearest, halves away from zero; voxstream must agree exactly.
@@ -761,7 +687,7 @@ TEST(GeometryScipy, FixturesMatchInDoubleAndFloat) {
   ASSERT_GE(cases.size(), 25u) << "fixtures missing from " << VOX_FIXTURE_DIR;
   std::size_t per_op[5] = {0, 0, 0, 0, 0};
   const char* ops[5] = {"resize", "permute", "pad", "crop", "downsample"};
-  for (const auto& cfg : {geometry_configs[0], geometry_configs[1], geometry_configs[3]}) {
+  for (const auto& cfg : {all_configs[0], all_configs[1], all_configs[3]}) {
     SCOPED_TRACE(describe(cfg));
     auto s = make_set(cfg);
     for (const auto& c : cases) {

@@ -18,38 +18,19 @@
 #include <voxstream/ops/projection.hpp>
 #include <voxstream/volume.hpp>
 
+#include "../common/random.hpp"
+#include "../common/volumes.hpp"
+
 namespace projection_test {
 
 using vox::extent3;
 using vox::projection_axis;
+using vox_test::fetch;
+using vox_test::make_volume;
 
 template <class T>
 std::vector<T> random_values(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(n);
-  if constexpr (std::is_floating_point<T>::value) {
-    std::uniform_real_distribution<double> d(-1000.0, 1000.0);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  } else {
-    std::uniform_int_distribution<long long> d(std::numeric_limits<T>::lowest(),
-                                               std::numeric_limits<T>::max());
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  }
-  return v;
-}
-
-template <class T>
-vox::volume<T> make_volume(vox::stream_set& s, extent3 e, const std::vector<T>& h) {
-  vox::volume<T> v(s, e);
-  vox::upload(s, h.data(), h.size(), v);
-  return v;
-}
-
-template <class T>
-std::vector<T> fetch(vox::stream_set& s, const vox::volume<T>& v) {
-  std::vector<T> h(v.size());
-  vox::download(s, v, h.data(), h.size());
-  return h;
+  return vox_test::full_range_values<T>(n, seed, -1000.0, 1000.0);
 }
 
 enum class kind { max, min, mean };

@@ -20,39 +20,24 @@
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
 
+#include "../common/compare.hpp"
+
+#include "../common/random.hpp"
+#include "../common/stream_sets.hpp"
+#include "../common/volumes.hpp"
+
 namespace reduce_test {
 
 using vox::extent3;
+
+using vox_test::fetch;
+using vox_test::make_volume;
 
 const extent3 odd{37, 53, 29};
 
 template <class T>
 std::vector<T> random_values(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(n);
-  if constexpr (std::is_floating_point<T>::value) {
-    std::uniform_real_distribution<double> d(-100.0, 150.0);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  } else {
-    std::uniform_int_distribution<long long> d(std::numeric_limits<T>::lowest(),
-                                               std::numeric_limits<T>::max());
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  }
-  return v;
-}
-
-template <class T>
-vox::volume<T> make_volume(vox::stream_set& s, extent3 e, const std::vector<T>& h) {
-  vox::volume<T> v(s, e);
-  vox::upload(s, h.data(), h.size(), v);
-  return v;
-}
-
-template <class T>
-std::vector<T> fetch(vox::stream_set& s, const vox::volume<T>& v) {
-  std::vector<T> h(v.size());
-  vox::download(s, v, h.data(), h.size());
-  return h;
+  return vox_test::full_range_values<T>(n, seed, -100.0, 150.0);
 }
 
 /// Double-precision (long double sums) reference of every whole-volume reduction.
@@ -115,8 +100,7 @@ using namespace reduce_test;
 
 template <class T>
 class ReduceTyped : public ::testing::Test {};
-using voxel_types =
-    ::testing::Types<std::uint8_t, std::uint16_t, std::int16_t, std::int32_t, float, double>;
+using vox_test::voxel_types;
 TYPED_TEST_SUITE(ReduceTyped, voxel_types);
 
 TYPED_TEST(ReduceTyped, WholeVolumeMatchesReference) {
@@ -324,28 +308,15 @@ TEST(ReduceShapes, SingleSliceAndSingleVoxel) {
 
 namespace reduce_test {
 
-struct stream_case {
-  std::size_t streams;
-  vox::slice_mapping mapping;
-  bool per_slab;
-};
-
-/// The slab policy that makes whole-volume reductions per slab (true: a slab on every stream)
-/// or one launch (false: no volume of these tests pays for a second slab).
-vox::slab_policy slab_mode(bool per_slab) {
-  return per_slab ? vox::slab_policy::every_stream() : vox::slab_policy{};
-}
+using vox_test::slab_mode;
+using vox_test::stream_case;
 
 std::vector<stream_case> stream_cases() {
-  std::vector<stream_case> v;
-  for (bool per_slab : {false, true}) {
-    v.push_back({1, vox::slice_mapping::contiguous, per_slab});
-    v.push_back({3, vox::slice_mapping::contiguous, per_slab});
-    v.push_back({32, vox::slice_mapping::contiguous, per_slab});
-    v.push_back({3, vox::slice_mapping::round_robin, per_slab});
-    v.push_back({32, vox::slice_mapping::round_robin, per_slab});
-  }
-  return v;
+  return vox_test::stream_cases({{1, vox::slice_mapping::contiguous, false},
+                                 {3, vox::slice_mapping::contiguous, false},
+                                 {32, vox::slice_mapping::contiguous, false},
+                                 {3, vox::slice_mapping::round_robin, false},
+                                 {32, vox::slice_mapping::round_robin, false}});
 }
 
 }  // namespace reduce_test
@@ -384,13 +355,8 @@ TEST_P(ReduceStreams, ReductionsAfterAPerSlabProducer) {
 
 INSTANTIATE_TEST_SUITE_P(Sets, ReduceStreams, ::testing::ValuesIn(stream_cases()),
                          [](const ::testing::TestParamInfo<stream_case>& i) {
-                           return std::to_string(i.param.streams) +
-                                  (i.param.mapping == vox::slice_mapping::contiguous
-                                       ? "_contiguous"
-                                       : "_round_robin") +
-                                  (i.param.per_slab ? "_per_slab" : "_whole");
+                           return vox_test::case_name(i.param);
                          });
-
 
 // --- handles and ordering -------------------------------------------------------------------------
 

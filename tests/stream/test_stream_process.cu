@@ -30,6 +30,8 @@
 #include <voxstream/voxstream.hpp>
 
 #include "../../src/io/detail/test_hooks.hpp"
+#include "../common/random.hpp"
+#include "../common/volumes.hpp"
 #include "../io/io_test_util.hpp"
 
 #if VOX_BACKEND_CUDA
@@ -46,18 +48,7 @@ namespace io = vox::io;
 
 template <class T>
 std::vector<T> random_voxels(const extent3& e, std::uint32_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(e.voxels());
-  if constexpr (std::is_floating_point_v<T>) {
-    std::uniform_real_distribution<double> d(-100.0, 100.0);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  } else {
-    using L = std::numeric_limits<T>;
-    const std::int64_t lo = std::is_same_v<T, std::int32_t> ? -(std::int64_t{1} << 30) : L::min();
-    const std::int64_t hi = std::is_same_v<T, std::int32_t> ? (std::int64_t{1} << 30) : L::max();
-    std::uniform_int_distribution<std::int64_t> d(lo, hi);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  }
+  std::vector<T> v = vox_test::random_voxels<T>(e, seed);
   // Never all zeros, and never constant: a slab shifted by one slice would show.
   v[0] = static_cast<T>(7);
   v[v.size() - 1] = static_cast<T>(11);
@@ -67,11 +58,7 @@ std::vector<T> random_voxels(const extent3& e, std::uint32_t seed) {
 /// A value no pipeline here produces, for poisoning outputs.
 template <class T>
 T poison() {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(-12345.5);
-  } else {
-    return static_cast<T>(std::numeric_limits<T>::max() - 3);
-  }
+  return vox_test::poison<T>(-12345.5);
 }
 
 template <class T>

@@ -26,6 +26,11 @@
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/affine_kernel.cuh"
+#include "../common/compare.hpp"
+#include "../common/random.hpp"
+#include "../common/volumes.hpp"
+
 #define VOXTEST_CUDA(call)                                                       \
   do {                                                                           \
     const cudaError_t voxtest_err_ = (call);                                     \
@@ -34,20 +39,9 @@
 
 namespace voxtest_cuda {
 
-// out(z) = 2 in(z) + z, one slice; __fmul_rn / __fadd_rn keep the rounding identical to the host
-// reference (no contraction into an FMA).
-__global__ void affine_slice_kernel(const float* in, float* out, std::size_t nx, std::size_t ny,
-                                    std::size_t z) {
-  const std::size_t base = z * nx * ny;
-  for (std::size_t y = std::size_t{blockIdx.y} * blockDim.y + threadIdx.y; y < ny;
-       y += std::size_t{blockDim.y} * gridDim.y) {
-    for (std::size_t x = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; x < nx;
-         x += std::size_t{blockDim.x} * gridDim.x) {
-      const std::size_t k = base + y * nx + x;
-      out[k] = __fadd_rn(__fmul_rn(2.0f, in[k]), static_cast<float>(z));
-    }
-  }
-}
+using vox_test::affine_ref;
+using vox_test::affine_slice_kernel;
+using vox_test::near;
 
 // out(z) = in(z-1) + in(z+1), clamped: reads the neighbouring slices (halo 1).
 __global__ void zsum_slice_kernel(const float* in, float* out, std::size_t nx, std::size_t ny,
@@ -97,31 +91,11 @@ float busy_ref(float v, int iters) {
 }
 
 std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
+  return vox_test::random_floats(n, seed, -1.0f, 1.0f);
 }
 
 std::vector<float> to_host(vox::stream_set& s, const vox::volume<float>& v) {
-  std::vector<float> h(v.size(), std::numeric_limits<float>::quiet_NaN());
-  vox::download(s, v, h.data(), h.size());
-  return h;
-}
-
-::testing::AssertionResult near(const float* got, const std::vector<float>& want, double rel) {
-  std::size_t bad = 0, first = 0;
-  for (std::size_t k = 0; k < want.size(); ++k) {
-    const double tol = rel * (1.0 + std::fabs(static_cast<double>(want[k])));
-    if (!(std::fabs(static_cast<double>(got[k]) - static_cast<double>(want[k])) <= tol) &&
-        bad++ == 0)
-      first = k;
-  }
-  if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << want.size()
-                                       << " voxels wrong; first at " << first << ": "
-                                       << got[first] << " vs " << want[first];
+  return vox_test::fetch(s, v, std::numeric_limits<float>::quiet_NaN());
 }
 
 vox::stream_set make_set(std::size_t n, vox::slice_mapping m) {
@@ -211,10 +185,7 @@ using namespace voxtest_cuda;
 TEST(CudaLaunchPerSlice, UserKernelWithReadWriteAndSliceIndex) {
   const vox::extent3 e{37, 53, 29};
   const auto data = random_floats(e.voxels(), 7);
-  std::vector<float> ref(data.size());
-  for (std::size_t z = 0; z < e.z; ++z)
-    for (std::size_t k = 0; k < e.slice_voxels(); ++k)
-      ref[z * e.slice_voxels() + k] = 2.0f * data[z * e.slice_voxels() + k] + static_cast<float>(z);
+  const std::vector<float> ref = affine_ref(data, e);
   for (auto m : {vox::slice_mapping::contiguous, vox::slice_mapping::round_robin}) {
     for (std::size_t n : {1u, 4u, 32u}) {
       SCOPED_TRACE(std::to_string(n) + " streams");

@@ -17,6 +17,10 @@
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/compare.hpp"
+#include "../common/random.hpp"
+#include "../common/volumes.hpp"
+
 namespace voxtest_fev {
 
 // out = 0.4 in + 0.1 * (sum of the 6 face neighbours), indices clamped at the borders.
@@ -110,18 +114,12 @@ void zdiff2(vox::stream_set& s, const vox::volume<float>& in, vox::volume<float>
 }
 
 std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
+  return vox_test::random_floats(n, seed, -1.0f, 1.0f);
 }
 
 template <class T>
 std::vector<T> to_host(vox::stream_set& s, const vox::volume<T>& v) {
-  std::vector<T> h(v.size(), T{77});
-  vox::download(s, v, h.data(), h.size());
-  return h;
+  return vox_test::fetch(s, v, T{77});
 }
 
 template <class T>
@@ -166,18 +164,6 @@ struct param_name {
            (g == vox::granularity::slab ? "_slab" : "_slice") +
            (m == vox::slice_mapping::contiguous ? "_contiguous" : "_round_robin") + "_N" +
            std::to_string(n);
-  }
-};
-
-struct type_names {
-  template <class T>
-  static std::string GetName(int) {
-    if (std::is_same_v<T, std::uint8_t>) return "uint8";
-    if (std::is_same_v<T, std::uint16_t>) return "uint16";
-    if (std::is_same_v<T, std::int16_t>) return "int16";
-    if (std::is_same_v<T, std::int32_t>) return "int32";
-    if (std::is_same_v<T, float>) return "float";
-    return "double";
   }
 };
 
@@ -251,9 +237,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 template <class T>
 class ForEachVoxelTyped : public ::testing::Test {};
-using voxel_types =
-    ::testing::Types<std::uint8_t, std::uint16_t, std::int16_t, std::int32_t, float, double>;
-TYPED_TEST_SUITE(ForEachVoxelTyped, voxel_types, type_names);
+TYPED_TEST_SUITE(ForEachVoxelTyped, vox_test::voxel_types, vox_test::type_names);
 
 TYPED_TEST(ForEachVoxelTyped, PointwiseFunctorSeesItsCoordinates) {
   using T = TypeParam;

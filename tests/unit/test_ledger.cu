@@ -15,6 +15,9 @@
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/random.hpp"
+#include "../common/volumes.hpp"
+
 namespace voxtest_ledger {
 
 using wait_pair = std::pair<std::size_t, std::size_t>;  // (waiter index, source index)
@@ -141,17 +144,11 @@ set_snap snap(const vox::stream_set& s) {
 }
 
 std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
+  return vox_test::random_floats(n, seed, -1.0f, 1.0f);
 }
 
 std::vector<float> to_host(vox::stream_set& s, const vox::volume<float>& v) {
-  std::vector<float> h(v.size(), -777.0f);
-  vox::download(s, v, h.data(), h.size());
-  return h;
+  return vox_test::fetch(s, v, -777.0f);
 }
 
 }  // namespace voxtest_ledger

@@ -23,7 +23,7 @@
 #include <voxstream/volume.hpp>
 #include <voxstream/volume/access.hpp>
 
-#include "test_random.hpp"
+#include "../common/random.hpp"
 
 namespace safety_test {
 

@@ -25,23 +25,16 @@
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/voxstream.hpp>
 
-#include "test_random.hpp"
+#include "../common/affine_kernel.cuh"
+#include "../common/compare.hpp"
+#include "../common/random.hpp"
+#include "../common/volumes.hpp"
 
 namespace voxtest_slice_graph {
 
-// out(z) = 2 in(z) + z over one slice (plain volume pointers and the slice index).
-__global__ void sg_affine_kernel(const float* in, float* out, std::size_t nx, std::size_t ny,
-                                 std::size_t z) {
-  const std::size_t base = z * nx * ny;
-  for (std::size_t y = std::size_t{blockIdx.y} * blockDim.y + threadIdx.y; y < ny;
-       y += std::size_t{blockDim.y} * gridDim.y) {
-    for (std::size_t x = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; x < nx;
-         x += std::size_t{blockDim.x} * gridDim.x) {
-      const std::size_t k = base + y * nx + x;
-      out[k] = __fadd_rn(__fmul_rn(2.0f, in[k]), static_cast<float>(z));
-    }
-  }
-}
+using vox_test::affine_ref;
+using vox_test::affine_slice_kernel;
+using vox_test::near;
 
 // out_slice = a * in_slice (pointers to slice z, vox::slice_ptr).
 __global__ void sg_scale_kernel(const float* in_slice, float* out_slice, std::size_t n, float a) {
@@ -101,39 +94,12 @@ vox::stream_set make_set(std::size_t n, vox::slice_mapping m, bool graphs) {
 }
 
 std::vector<float> to_host(vox::stream_set& s, const vox::volume<float>& v) {
-  std::vector<float> h(v.size(), poison);
-  vox::download(s, v, h.data(), h.size());
-  return h;
-}
-
-std::vector<float> affine_ref(const std::vector<float>& in, const vox::extent3& e) {
-  std::vector<float> r(in.size());
-  for (std::size_t z = 0; z < e.z; ++z)
-    for (std::size_t k = 0; k < e.slice_voxels(); ++k)
-      r[z * e.slice_voxels() + k] = 2.0f * in[z * e.slice_voxels() + k] + static_cast<float>(z);
-  return r;
-}
-
-::testing::AssertionResult near(const std::vector<float>& got, const std::vector<float>& want,
-                                double rel) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << "sizes differ: " << got.size() << " vs " << want.size();
-  std::size_t bad = 0, first = 0;
-  for (std::size_t k = 0; k < want.size(); ++k) {
-    const double tol = rel * (1.0 + std::fabs(static_cast<double>(want[k])));
-    if (!(std::fabs(static_cast<double>(got[k]) - static_cast<double>(want[k])) <= tol) &&
-        bad++ == 0)
-      first = k;
-  }
-  if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << want.size()
-                                       << " voxels wrong; first at " << first << ": "
-                                       << got[first] << " vs " << want[first];
+  return vox_test::fetch(s, v, poison);
 }
 
 void affine(vox::stream_set& s, const vox::volume<float>& in, vox::volume<float>& out) {
   const vox::extent3 e = in.extent();
-  vox::launch_per_slice(s, sg_affine_kernel, vox::grid_for(e.x, e.y, 1), vox::default_block, 0,
+  vox::launch_per_slice(s, affine_slice_kernel, vox::grid_for(e.x, e.y, 1), vox::default_block, 0,
                         vox::read(in), vox::write(out), e.x, e.y, vox::slice_index);
 }
 
@@ -309,7 +275,7 @@ TEST(CudaSliceGraph, DependentSlicesFallBackToDirectLaunches) {
     // A whole-volume write: run_op allows it on one stream only, and the direct launches keep
     // that rule (the graph's one-slab plan would hide it).
     auto whole_write = [&] {
-      vox::launch_per_slice(s, sg_affine_kernel, vox::grid_for(e.x, e.y, 1), vox::default_block,
+      vox::launch_per_slice(s, affine_slice_kernel, vox::grid_for(e.x, e.y, 1), vox::default_block,
                             0, vox::read(in), vox::write_all(w), e.x, e.y, vox::slice_index);
     };
     if (streams == 1) {
@@ -402,7 +368,7 @@ TEST(CudaSliceGraph, CacheEvictsTheLeastRecentlyUsed) {
   const std::uint32_t keys = 17;
   for (std::uint32_t gx = 1; gx <= keys; ++gx) {
     vox::fill(s, out, poison);
-    vox::launch_per_slice(s, sg_affine_kernel, vox::dim3u{gx, 1, 1}, vox::dim3u{8, 4, 1}, 0,
+    vox::launch_per_slice(s, affine_slice_kernel, vox::dim3u{gx, 1, 1}, vox::dim3u{8, 4, 1}, 0,
                           vox::read(in), vox::write(out), e.x, e.y, vox::slice_index);
     EXPECT_TRUE(near(to_host(s, out), ref, 1e-6)) << "grid " << gx;
   }
@@ -411,10 +377,10 @@ TEST(CudaSliceGraph, CacheEvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(st.evictions, 1u);
   EXPECT_EQ(st.cached, 16u);
   // The first key was dropped (rebuilt), the last is still there.
-  vox::launch_per_slice(s, sg_affine_kernel, vox::dim3u{keys, 1, 1}, vox::dim3u{8, 4, 1}, 0,
+  vox::launch_per_slice(s, affine_slice_kernel, vox::dim3u{keys, 1, 1}, vox::dim3u{8, 4, 1}, 0,
                         vox::read(in), vox::write(out), e.x, e.y, vox::slice_index);
   EXPECT_EQ(stats(s).built, keys);
-  vox::launch_per_slice(s, sg_affine_kernel, vox::dim3u{1, 1, 1}, vox::dim3u{8, 4, 1}, 0,
+  vox::launch_per_slice(s, affine_slice_kernel, vox::dim3u{1, 1, 1}, vox::dim3u{8, 4, 1}, 0,
                         vox::read(in), vox::write(out), e.x, e.y, vox::slice_index);
   st = stats(s);
   EXPECT_EQ(st.built, keys + 1);

@@ -18,7 +18,7 @@
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
 
-#include "test_random.hpp"
+#include "../common/random.hpp"
 
 namespace threads_test {
 

@@ -15,21 +15,14 @@
 
 #include <voxstream/voxstream.hpp>
 
+#include "../common/compare.hpp"
+#include "../common/random.hpp"
+
 namespace voxtest_transfer {
 
 template <class T>
 std::vector<T> random_values(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<T> v(n);
-  if constexpr (std::is_floating_point_v<T>) {
-    std::uniform_real_distribution<double> d(-1.0e4, 1.0e4);
-    for (auto& x : v) x = static_cast<T>(d(gen));
-  } else {
-    std::uniform_int_distribution<long long> d(static_cast<long long>(std::numeric_limits<T>::min()),
-                                               static_cast<long long>(std::numeric_limits<T>::max()));
-    for (auto& x : v) x = static_cast<T>(d(gen));
-  }
-  return v;
+  return vox_test::full_range_values<T, std::mt19937>(n, seed, -1.0e4, 1.0e4);
 }
 
 template <class T>
@@ -46,21 +39,6 @@ template <class T>
   return ::testing::AssertionFailure() << bad << " of " << n << " voxels differ; first at " << first
                                        << ": " << +got[first] << " vs " << +want[first];
 }
-
-struct type_names {
-  template <class T>
-  static std::string GetName(int) {
-    if (std::is_same_v<T, std::uint8_t>) return "uint8";
-    if (std::is_same_v<T, std::uint16_t>) return "uint16";
-    if (std::is_same_v<T, std::int16_t>) return "int16";
-    if (std::is_same_v<T, std::int32_t>) return "int32";
-    if (std::is_same_v<T, float>) return "float";
-    return "double";
-  }
-};
-
-using voxel_types =
-    ::testing::Types<std::uint8_t, std::uint16_t, std::int16_t, std::int32_t, float, double>;
 
 const vox::extent3 extents[] = {{37, 53, 29}, {37, 53, 1}, {1, 1, 1}, {3, 1, 40}};
 
@@ -79,7 +57,7 @@ using namespace voxtest_transfer;
 
 template <class T>
 class TransferTyped : public ::testing::Test {};
-TYPED_TEST_SUITE(TransferTyped, voxel_types, type_names);
+TYPED_TEST_SUITE(TransferTyped, vox_test::voxel_types, vox_test::type_names);
 
 TYPED_TEST(TransferTyped, PinnedRoundTrip) {
   using T = TypeParam;

@@ -13,21 +13,15 @@
 
 #include <voxstream/voxstream.hpp>
 
+#include "../common/compare.hpp"
+#include "../common/random.hpp"
+#include "../common/volumes.hpp"
+
 namespace voxtest_volume {
 
 template <class T>
 std::vector<T> random_values(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<T> v(n);
-  if constexpr (std::is_floating_point_v<T>) {
-    std::uniform_real_distribution<double> d(-1000.0, 1000.0);
-    for (auto& x : v) x = static_cast<T>(d(gen));
-  } else {
-    std::uniform_int_distribution<long long> d(static_cast<long long>(std::numeric_limits<T>::min()),
-                                               static_cast<long long>(std::numeric_limits<T>::max()));
-    for (auto& x : v) x = static_cast<T>(d(gen));
-  }
-  return v;
+  return vox_test::full_range_values<T, std::mt19937>(n, seed, -1000.0, 1000.0);
 }
 
 // A nonzero random value.
@@ -41,9 +35,7 @@ T random_value(std::uint32_t seed) {
 
 template <class T>
 std::vector<T> to_host(vox::stream_set& s, const vox::volume<T>& v) {
-  std::vector<T> h(v.size(), random_value<T>(99));
-  vox::download(s, v, h.data(), h.size());
-  return h;
+  return vox_test::fetch(s, v, random_value<T>(99));
 }
 
 template <class T>
@@ -73,21 +65,6 @@ template <class T>
                                        << first << ": " << +got[first] << " vs " << +want[first];
 }
 
-struct type_names {
-  template <class T>
-  static std::string GetName(int) {
-    if (std::is_same_v<T, std::uint8_t>) return "uint8";
-    if (std::is_same_v<T, std::uint16_t>) return "uint16";
-    if (std::is_same_v<T, std::int16_t>) return "int16";
-    if (std::is_same_v<T, std::int32_t>) return "int32";
-    if (std::is_same_v<T, float>) return "float";
-    return "double";
-  }
-};
-
-using voxel_types =
-    ::testing::Types<std::uint8_t, std::uint16_t, std::int16_t, std::int32_t, float, double>;
-
 const vox::extent3 odd_extents[] = {{37, 53, 29}, {37, 53, 1}, {1, 1, 1}, {1, 1, 17}, {64, 1, 3}};
 
 }  // namespace voxtest_volume
@@ -96,7 +73,7 @@ using namespace voxtest_volume;
 
 template <class T>
 class VolumeTyped : public ::testing::Test {};
-TYPED_TEST_SUITE(VolumeTyped, voxel_types, type_names);
+TYPED_TEST_SUITE(VolumeTyped, vox_test::voxel_types, vox_test::type_names);
 
 TYPED_TEST(VolumeTyped, ConstructionValueInitialises) {
   using T = TypeParam;
