@@ -25,6 +25,7 @@
 
 #include "../detail/cuda_check.hpp"
 #include "../detail/devices.hpp"
+#include "../detail/voxel_types.hpp"
 
 namespace vox::dist {
 
@@ -1057,12 +1058,7 @@ void gather_file(const partitioned_volume<T>& pv, const std::filesystem::path& p
   template void scatter_file<T>(partitioned_volume<T>&, const std::filesystem::path&);        \
   template void gather_file<T>(const partitioned_volume<T>&, const std::filesystem::path&,    \
                                const io::write_options&);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 }  // namespace vox::dist

@@ -16,6 +16,7 @@
 
 #include "detail/atomic_write.hpp"
 #include "detail/fail.hpp"
+#include "../detail/voxel_types.hpp"
 
 namespace vox::io {
 
@@ -299,12 +300,7 @@ png_image read_png(const fs::path& path) {
   template void write_png<T>(const fs::path&, const host_volume<T>&, std::size_t, slice_axis, \
                              const png_options&);                                             \
   template void write_png<T>(const fs::path&, const host_volume<T>&, const png_options&);
-VOX_PNG_INSTANTIATE(std::uint8_t)
-VOX_PNG_INSTANTIATE(std::uint16_t)
-VOX_PNG_INSTANTIATE(std::int16_t)
-VOX_PNG_INSTANTIATE(std::int32_t)
-VOX_PNG_INSTANTIATE(float)
-VOX_PNG_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_PNG_INSTANTIATE)
 #undef VOX_PNG_INSTANTIATE
 
 }  // namespace vox::io

@@ -13,6 +13,7 @@
 #include "detail/fail.hpp"
 #include "detail/header.hpp"
 #include "detail/tiff.hpp"
+#include "../detail/voxel_types.hpp"
 
 namespace vox::io {
 
@@ -199,12 +200,7 @@ any_host_volume read_any(const fs::path& path, volume_info* info) {
 #define VOX_IO_INSTANTIATE(T)                                     \
   template volume_info read<T>(const fs::path&, host_volume<T>&); \
   template volume_info read_raw<T>(const fs::path&, const raw_layout&, host_volume<T>&);
-VOX_IO_INSTANTIATE(std::uint8_t)
-VOX_IO_INSTANTIATE(std::uint16_t)
-VOX_IO_INSTANTIATE(std::int16_t)
-VOX_IO_INSTANTIATE(std::int32_t)
-VOX_IO_INSTANTIATE(float)
-VOX_IO_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_IO_INSTANTIATE)
 #undef VOX_IO_INSTANTIATE
 
 }  // namespace vox::io

@@ -32,6 +32,7 @@
 #include "../detail/cuda_check.hpp"
 #include "detail/fail.hpp"
 #include "detail/streamed_file.hpp"
+#include "../detail/voxel_types.hpp"
 
 namespace vox {
 
@@ -666,12 +667,7 @@ stream_report stream_process(const slab_source<In>& source, slab_sink<Out>& sink
   template slab_sink<T> host_sink<T>(T*, std::size_t, extent3);                       \
   template slab_sink<T> host_sink<T>(host_volume<T>&);                                \
   template slab_sink<T> file_sink<T>(const fs::path&, extent3, const io::write_options&);
-VOX_STREAM_ENDPOINTS(std::uint8_t)
-VOX_STREAM_ENDPOINTS(std::uint16_t)
-VOX_STREAM_ENDPOINTS(std::int16_t)
-VOX_STREAM_ENDPOINTS(std::int32_t)
-VOX_STREAM_ENDPOINTS(float)
-VOX_STREAM_ENDPOINTS(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_STREAM_ENDPOINTS)
 #undef VOX_STREAM_ENDPOINTS
 
 #define VOX_STREAM_PROCESS(In, Out)                                        \

@@ -10,6 +10,7 @@
 
 #include "../detail/cuda_check.hpp"
 #include "../exec/staging.hpp"
+#include "../detail/voxel_types.hpp"
 
 namespace vox {
 
@@ -162,12 +163,7 @@ void download(stream_set& streams, const volume<T>& src, T* dst, std::size_t cou
   template void download<T>(stream_set&, const volume<T>&, host_volume<T>&);           \
   template void upload<T>(stream_set&, const T*, std::size_t, volume<T>&);             \
   template void download<T>(stream_set&, const volume<T>&, T*, std::size_t);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 }  // namespace vox

@@ -16,6 +16,7 @@
 #include "detail/text.hpp"
 #include "detail/tiff.hpp"
 #include "detail/write.hpp"
+#include "../detail/voxel_types.hpp"
 
 namespace vox::io {
 
@@ -216,12 +217,7 @@ void write_any(const fs::path& path, const any_host_volume& v, const write_optio
 
 #define VOX_IO_INSTANTIATE(T) \
   template void write<T>(const fs::path&, const host_volume<T>&, const write_options&);
-VOX_IO_INSTANTIATE(std::uint8_t)
-VOX_IO_INSTANTIATE(std::uint16_t)
-VOX_IO_INSTANTIATE(std::int16_t)
-VOX_IO_INSTANTIATE(std::int32_t)
-VOX_IO_INSTANTIATE(float)
-VOX_IO_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_IO_INSTANTIATE)
 #undef VOX_IO_INSTANTIATE
 
 }  // namespace vox::io

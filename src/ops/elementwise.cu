@@ -14,6 +14,7 @@
 
 #include "detail_common.cuh"
 #include "detail_reduce.cuh"
+#include "../detail/voxel_types.hpp"
 
 namespace vox {
 
@@ -342,12 +343,7 @@ void threshold_range(stream_set& streams, const volume<T>& in, volume<std::uint8
   template void threshold<T>(stream_set&, const volume<T>&, volume<std::uint8_t>&, double);      \
   template void threshold_range<T>(stream_set&, const volume<T>&, volume<std::uint8_t>&, double, \
                                    double);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 #define VOX_INSTANTIATE_PAIR(In, Out)                                                           \
@@ -361,12 +357,7 @@ VOX_INSTANTIATE(double)
   VOX_INSTANTIATE_PAIR(In, std::int32_t)  \
   VOX_INSTANTIATE_PAIR(In, float)         \
   VOX_INSTANTIATE_PAIR(In, double)
-VOX_INSTANTIATE_FROM(std::uint8_t)
-VOX_INSTANTIATE_FROM(std::uint16_t)
-VOX_INSTANTIATE_FROM(std::int16_t)
-VOX_INSTANTIATE_FROM(std::int32_t)
-VOX_INSTANTIATE_FROM(float)
-VOX_INSTANTIATE_FROM(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE_FROM)
 #undef VOX_INSTANTIATE_FROM
 #undef VOX_INSTANTIATE_PAIR
 

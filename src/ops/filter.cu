@@ -4,6 +4,7 @@
 
 #include "filter_box.cuh"
 #include "filter_detail.cuh"
+#include "../detail/voxel_types.hpp"
 
 #if VOX_BACKEND_CUDA
 namespace vox::detail::filt {
@@ -691,12 +692,7 @@ void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>
                             const filter_options&);                                            \
   template void gaussian<T>(stream_set&, const volume<T>&, volume<filter_real_t<T>>&,          \
                             volume<filter_real_t<T>>&, sigma3, const filter_options&);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 }  // namespace vox

@@ -8,6 +8,7 @@
 
 #include "filter_detail.cuh"
 #include "filter_rank.cuh"
+#include "../detail/voxel_types.hpp"
 
 namespace vox {
 namespace {
@@ -475,12 +476,7 @@ void percentile_filter(stream_set& streams, const volume<T>& in, volume<T>& out,
                                const filter_options&);                                        \
   template void percentile_filter<T>(stream_set&, const volume<T>&, volume<T>&, double,       \
                                      filter_size, const filter_options&);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 }  // namespace vox

@@ -3,6 +3,7 @@
 #include <voxstream/ops/filter.hpp>
 
 #include "filter_detail.cuh"
+#include "../detail/voxel_types.hpp"
 
 namespace vox {
 namespace {
@@ -92,12 +93,7 @@ void gradient_magnitude(stream_set& streams, const volume<T>& in, volume<filter_
                          const filter_options&);                                                \
   template void gradient_magnitude<T>(stream_set&, const volume<T>&, volume<filter_real_t<T>>&, \
                                       const filter_options&);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 }  // namespace vox

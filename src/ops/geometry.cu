@@ -9,6 +9,7 @@
 #include <voxstream/volume/access.hpp>
 
 #include "geometry_kernels.cuh"
+#include "../detail/voxel_types.hpp"
 
 namespace vox {
 
@@ -273,12 +274,7 @@ void pad(stream_set& streams, const volume<T>& in, volume<T>& out, const pad_wid
   template void permute<T>(stream_set&, const volume<T>&, volume<T>&, axis_permutation); \
   template void crop<T>(stream_set&, const volume<T>&, volume<T>&, extent3);             \
   template void pad<T>(stream_set&, const volume<T>&, volume<T>&, const pad_widths&, border, T);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 }  // namespace vox

@@ -10,6 +10,7 @@
 #include <voxstream/volume/access.hpp>
 
 #include "detail_common.cuh"
+#include "../detail/voxel_types.hpp"
 
 namespace vox {
 
@@ -307,12 +308,7 @@ double percentile(const histogram_counts& h, double q) { return percentiles(h, {
 #define VOX_INSTANTIATE(T)                                                                   \
   template histogram_counts histogram<T>(stream_set&, const volume<T>&, std::size_t, double, \
                                          double);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 }  // namespace vox

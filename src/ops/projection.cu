@@ -11,6 +11,7 @@
 
 #include "detail_common.cuh"
 #include "detail_reduce.cuh"
+#include "../detail/voxel_types.hpp"
 
 namespace vox {
 
@@ -276,12 +277,7 @@ void mean_projection(stream_set& streams, const volume<T>& in, volume<R>& out, p
                                           projection_axis);                                    \
   template void mean_projection<T, double>(stream_set&, const volume<T>&, volume<double>&,     \
                                            projection_axis);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 }  // namespace vox

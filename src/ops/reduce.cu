@@ -18,6 +18,7 @@
 #if VOX_BACKEND_CUDA
 #include <cuda/std/limits>
 #endif
+#include "../detail/voxel_types.hpp"
 
 namespace vox {
 
@@ -342,12 +343,7 @@ void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out
   template async_value<extremum<T>> argmin<T>(stream_set&, const volume<T>&);                   \
   template async_value<extremum<T>> argmax<T>(stream_set&, const volume<T>&);                   \
   template void reduce_slices<T>(stream_set&, const volume<T>&, volume<double>&, slice_reduction);
-VOX_INSTANTIATE(std::uint8_t)
-VOX_INSTANTIATE(std::uint16_t)
-VOX_INSTANTIATE(std::int16_t)
-VOX_INSTANTIATE(std::int32_t)
-VOX_INSTANTIATE(float)
-VOX_INSTANTIATE(double)
+VOX_FOR_EACH_VOXEL_TYPE(VOX_INSTANTIATE)
 #undef VOX_INSTANTIATE
 
 }  // namespace vox
