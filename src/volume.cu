@@ -25,13 +25,22 @@ template <class T>
 volume<T>::volume(stream_set& streams, extent3 e) : volume(streams, e, T{}) {}
 
 template <class T>
-volume<T>::volume(stream_set& streams, extent3 e, T value) {
+volume<T>::volume(stream_set& streams, extent3 e, T value)
+    : volume(streams, e, value, current_memory_resource()) {}
+
+template <class T>
+volume<T>::volume(stream_set& streams, extent3 e, memory_resource& mr)
+    : volume(streams, e, T{}, mr) {}
+
+template <class T>
+volume<T>::volume(stream_set& streams, extent3 e, T value, memory_resource& mr) {
   const std::size_t n = checked_voxels(e, sizeof(T), "volume");
   auto home = streams.state(0);
   auto ledger = std::make_unique<exec::slice_ledger>(e.z);
-  // Allocation (cudaMallocFromPoolAsync) and initialisation (Thrust, par_nosync) both run on
-  // the home stream through the allocator.
-  storage_ = std::make_unique<storage_type>(n, value, allocator_type(stream_view{home->handle}));
+  // Allocation (through `mr`: by default cudaMallocFromPoolAsync) and initialisation (Thrust,
+  // par_nosync) both run on the home stream through the allocator.
+  storage_ =
+      std::make_unique<storage_type>(n, value, allocator_type(stream_view{home->handle}, mr));
   ledger->set_all_written(exec::record_mark(home, "volume"));
   home_ = std::move(home);
   ledger_ = std::move(ledger);
@@ -139,6 +148,12 @@ template <class T>
 stream_view volume<T>::home_stream() const {
   VOX_EXPECTS(home_ != nullptr, "volume::home_stream", "volume is empty");
   return stream_view{home_->handle};
+}
+
+template <class T>
+memory_resource& volume<T>::resource() const {
+  VOX_EXPECTS(storage_ != nullptr, "volume::resource", "volume is empty");
+  return storage_->get_allocator().resource();
 }
 
 template class volume<std::uint8_t>;

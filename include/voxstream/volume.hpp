@@ -70,6 +70,11 @@ class volume {
   volume(stream_set& streams, extent3 e);
   /// @brief Allocates a volume of extent `e` filled with `value`; asynchronous.
   volume(stream_set& streams, extent3 e, T value);
+  /// @brief As volume(streams, e), with storage from `mr` (memory_resource.hpp), which must
+  ///        outlive the volume. The volume frees through `mr` on its home stream.
+  volume(stream_set& streams, extent3 e, memory_resource& mr);
+  /// @brief As volume(streams, e, value), with storage from `mr`.
+  volume(stream_set& streams, extent3 e, T value, memory_resource& mr);
   ~volume();
   volume(const volume&) = delete;
   volume& operator=(const volume&) = delete;
@@ -113,6 +118,8 @@ class volume {
   [[nodiscard]] exec::slice_ledger& ledger() const;
   /// @brief The stream that allocated the storage and will free it.
   [[nodiscard]] stream_view home_stream() const;
+  /// @brief The memory resource that holds the storage (requires a non-empty volume).
+  [[nodiscard]] memory_resource& resource() const;
 
  private:
   void release_() noexcept;

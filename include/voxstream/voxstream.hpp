@@ -16,6 +16,8 @@
 #include <voxstream/io/png.hpp>
 #include <voxstream/io/stream_process.hpp>
 #include <voxstream/io/transfer.hpp>
+#include <voxstream/memory/device_buffer.hpp>
+#include <voxstream/memory/memory_resource.hpp>
 #include <voxstream/ops/border.hpp>
 #include <voxstream/ops/elementwise.hpp>
 #include <voxstream/ops/filter.hpp>

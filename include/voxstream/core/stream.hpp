@@ -6,6 +6,10 @@
 
 #include <voxstream/core/backend.hpp>
 
+#if VOX_BACKEND_CUDA
+#include <cuda/stream_ref>
+#endif
+
 namespace vox {
 
 /// @brief Non-owning, trivially copyable view of a stream. There is deliberately no default
@@ -18,6 +22,17 @@ class stream_view {
   stream_view(std::nullptr_t) = delete;
 
   [[nodiscard]] constexpr native_stream value() const noexcept { return s_; }
+
+#if VOX_BACKEND_CUDA
+  /// @brief From CCCL's cuda::stream_ref (libcu++, CUB and cudax APIs take one). Explicit, as
+  ///        from a cudaStream_t: a stream_ref of the legacy default stream (0) must not reach
+  ///        voxstream, and stream_set's members are the streams voxstream's ops use.
+  constexpr explicit stream_view(cuda::stream_ref r) noexcept : s_(r.get()) {}
+  /// @brief To cuda::stream_ref, for CCCL APIs that take one. Implicit: a view is never the
+  ///        legacy default stream, so nothing is lost.
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator cuda::stream_ref() const noexcept { return cuda::stream_ref{s_}; }
+#endif
   [[nodiscard]] constexpr bool operator==(const stream_view& o) const noexcept {
     return s_ == o.s_;
   }

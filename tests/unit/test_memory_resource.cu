@@ -1,0 +1,205 @@
+// vox::memory_resource: volumes, device buffers and allocators allocate and free through the
+// resource they were given (or the current one), on the right stream and with matching sizes;
+// the current resource is process-wide and thread-safe; a resource's out_of_memory reaches the
+// caller with nothing half-built. CUDA: stream_view converts to and from cuda::stream_ref.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <voxstream/voxstream.hpp>
+
+#include "../common/volumes.hpp"
+
+namespace voxtest_mr {
+
+/// Forwards to the pool and records every live allocation with its size and stream.
+class counting_resource final : public vox::memory_resource {
+ public:
+  struct record {
+    std::size_t bytes;
+    vox::native_stream stream;
+  };
+  std::size_t allocations() const { return allocs_.load(); }
+  std::size_t frees() const { return frees_.load(); }
+  std::size_t live() const {
+    std::lock_guard<std::mutex> l(m_);
+    return live_.size();
+  }
+  std::size_t mismatches() const { return mismatches_.load(); }
+
+ private:
+  void* do_allocate(std::size_t bytes, vox::stream_view s) override {
+    void* p = vox::pool_memory_resource().allocate(bytes, s);
+    std::lock_guard<std::mutex> l(m_);
+    live_[p] = record{bytes, s.value()};
+    ++allocs_;
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t bytes, vox::stream_view s) noexcept override {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      auto it = live_.find(p);
+      if (it == live_.end() || it->second.bytes != bytes || it->second.stream != s.value())
+        ++mismatches_;
+      if (it != live_.end()) live_.erase(it);
+      ++frees_;
+    }
+    vox::pool_memory_resource().deallocate(p, bytes, s);
+  }
+  mutable std::mutex m_;
+  std::map<void*, record> live_;
+  std::atomic<std::size_t> allocs_{0};
+  std::atomic<std::size_t> frees_{0};
+  std::atomic<std::size_t> mismatches_{0};
+};
+
+/// Refuses every request, as an exhausted arena would.
+class empty_resource final : public vox::memory_resource {
+  void* do_allocate(std::size_t, vox::stream_view) override {
+    throw vox::out_of_memory("empty_resource: no memory left");
+  }
+  void do_deallocate(void*, std::size_t, vox::stream_view) noexcept override {}
+};
+
+/// Restores the pool as the current resource when a test ends, however it ends.
+struct current_guard {
+  ~current_guard() { vox::set_current_memory_resource(nullptr); }
+};
+
+TEST(MemoryResource, DefaultIsThePool) {
+  current_guard g;
+  EXPECT_TRUE(vox::current_memory_resource().is_equal(vox::pool_memory_resource()));
+  vox::stream_set s(2);
+  vox::volume<float> v(s, vox::extent3{8, 4, 3});
+  EXPECT_EQ(&v.resource(), &vox::pool_memory_resource());
+  vox::device_buffer<int> b(16, s.stream(0));
+  EXPECT_EQ(&b.resource(), &vox::pool_memory_resource());
+}
+
+TEST(MemoryResource, VolumeAllocatesAndFreesThroughItsResource) {
+  counting_resource mr;
+  {
+    vox::stream_set s(3);
+    vox::volume<std::uint16_t> v(s, vox::extent3{17, 5, 7}, std::uint16_t{41}, mr);
+    EXPECT_EQ(&v.resource(), &mr);
+    EXPECT_EQ(mr.allocations(), 1u);
+    EXPECT_EQ(mr.live(), 1u);
+    // The volume is usable as any other: filled with 41, then copied by an op.
+    vox::volume<std::uint16_t> w(s, v.extent(), mr);
+    vox::copy(s, v, w);
+    const auto h = vox_test::fetch(s, w, std::uint16_t{7});
+    ASSERT_EQ(h.size(), v.size());
+    for (auto x : h) ASSERT_EQ(x, 41);
+    // Moving a volume moves its resource with it.
+    vox::volume<std::uint16_t> moved(std::move(w));
+    EXPECT_EQ(&moved.resource(), &mr);
+    EXPECT_EQ(mr.allocations(), 2u);
+  }
+  EXPECT_EQ(mr.live(), 0u);
+  EXPECT_EQ(mr.frees(), 2u);
+  EXPECT_EQ(mr.mismatches(), 0u) << "freed with another size or stream than allocated";
+}
+
+TEST(MemoryResource, DeviceBufferAndAllocator) {
+  counting_resource mr;
+  vox::stream_set s(2);
+  {
+    vox::device_buffer<double> b(100, s.stream(1), mr);
+    EXPECT_EQ(b.bytes(), 800u);
+    EXPECT_EQ(mr.live(), 1u);
+    vox::device_buffer<double> c(std::move(b));
+    EXPECT_EQ(&c.resource(), &mr);
+    vox::device_buffer<double> d(4, s.stream(0));  // the pool
+    d = std::move(c);                            // frees d's pool memory, takes c's
+    EXPECT_EQ(&d.resource(), &mr);
+    EXPECT_EQ(mr.live(), 1u);
+  }
+  EXPECT_EQ(mr.live(), 0u);
+  vox::stream_allocator<int> a(s.stream(0), mr);
+  vox::stream_allocator<float> rebound(a);
+  EXPECT_EQ(&rebound.resource(), &mr);
+  EXPECT_TRUE(a == rebound);
+  EXPECT_FALSE(a == vox::stream_allocator<int>(s.stream(0)));  // another resource
+  auto p = rebound.allocate(10);
+  EXPECT_EQ(mr.live(), 1u);
+  rebound.deallocate(p, 10);
+  EXPECT_EQ(mr.live(), 0u);
+  EXPECT_EQ(mr.mismatches(), 0u);
+}
+
+TEST(MemoryResource, CurrentResourceIsUsedWhenNoneIsGiven) {
+  current_guard g;
+  counting_resource mr;
+  vox::stream_set s(2);
+  vox::volume<float> before(s, vox::extent3{4, 4, 4});
+  EXPECT_EQ(vox::set_current_memory_resource(&mr), &vox::pool_memory_resource());
+  {
+    vox::volume<float> v(s, vox::extent3{4, 4, 4});
+    vox::device_buffer<char> b(3, s.stream(0));
+    EXPECT_EQ(&v.resource(), &mr);
+    EXPECT_EQ(mr.live(), 2u);
+    // An op's scratch comes from the current resource too, and is given back.
+    vox::volume<float> out(s, v.extent());
+    vox::gaussian(s, v, out, vox::sigma3(1.5));
+    s.synchronize();
+  }
+  EXPECT_EQ(mr.live(), 0u);
+  EXPECT_EQ(&before.resource(), &vox::pool_memory_resource()) << "existing volumes keep theirs";
+  EXPECT_EQ(vox::set_current_memory_resource(nullptr), &mr);
+  EXPECT_EQ(&vox::current_memory_resource(), &vox::pool_memory_resource());
+  EXPECT_EQ(mr.mismatches(), 0u);
+}
+
+TEST(MemoryResource, ExhaustedResourceThrowsOutOfMemory) {
+  empty_resource mr;
+  vox::stream_set s(2);
+  EXPECT_THROW((vox::volume<float>(s, vox::extent3{8, 8, 8}, mr)), vox::out_of_memory);
+  EXPECT_THROW((vox::device_buffer<float>(8, s.stream(0), mr)), vox::out_of_memory);
+  // Zero bytes never reach the resource.
+  vox::device_buffer<float> none(0, s.stream(0), mr);
+  EXPECT_EQ(none.data(), nullptr);
+  // The library stays usable.
+  vox::volume<float> ok(s, vox::extent3{8, 8, 8}, 2.0f);
+  EXPECT_EQ(vox_test::fetch(s, ok)[511], 2.0f);
+}
+
+TEST(MemoryResource, ThreadsShareOneResource) {
+  counting_resource mr;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&mr, t] {
+      vox::stream_set s(2);
+      for (int i = 0; i < 20; ++i) {
+        vox::volume<std::int32_t> v(s, vox::extent3{9, 7, 1 + static_cast<std::size_t>(i % 5)},
+                                    t, mr);
+        vox::device_buffer<std::uint8_t> b(64 + i, s.stream(i % 2), mr);
+      }
+      s.synchronize();
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mr.allocations(), 160u);
+  EXPECT_EQ(mr.live(), 0u);
+  EXPECT_EQ(mr.mismatches(), 0u);
+}
+
+#if VOX_BACKEND_CUDA
+TEST(StreamRef, ConvertsBothWays) {
+  vox::stream_set s(2);
+  const vox::stream_view v = s.stream(1);
+  const cuda::stream_ref r = v;  // implicit: a view is never the legacy default stream
+  EXPECT_EQ(r.get(), v.value());
+  const vox::stream_view back(r);  // explicit
+  EXPECT_EQ(back, v);
+  static_assert(!std::is_convertible<cuda::stream_ref, vox::stream_view>::value,
+                "from stream_ref is explicit");
+}
+#endif
+
+}  // namespace voxtest_mr
