@@ -130,6 +130,15 @@ inline constexpr unsigned chunk_unroll = 4;
 inline constexpr unsigned warp_step = 32 * chunk_unroll;
 inline constexpr unsigned full_mask = 0xffffffffu;
 
+/// Types of a warp's run reduction of voxels T: min/max in T (int for narrower integers), the
+/// sum in int for integers of up to 16 bits (32 of them cannot overflow), int64 for int32,
+/// double for floating point.
+template <class T>
+using run_min_t = std::conditional_t<(sizeof(T) < 4), int, T>;
+template <class T>
+using run_sum_t = std::conditional_t<std::is_floating_point<T>::value, double,
+                                     std::conditional_t<(sizeof(T) < 4), int, long long>>;
+
 template <class S, bool Full>
 struct block_table;
 template <class S>
@@ -222,9 +231,12 @@ __global__ void __launch_bounds__(iops::op_threads)
     for (unsigned k = 0; k < chunk_unroll; ++k) {
       const std::int32_t lb = (l[k] >= 1 && l[k] <= g.num_labels) ? l[k] : 0;
       if (__ballot_sync(full_mask, lb != 0) == 0) continue;  // warp-uniform: all ignored
-      // Row and x of this lane: one 64-bit division per chunk, 32-bit for the lane offset.
+      // Row and x of this lane: one division per chunk (32-bit below 2^32 voxels), 32-bit
+      // for the lane offset.
       const std::size_t first = g.base + c0 + k * 32;
-      [[maybe_unused]] std::size_t row = first / g.nx;
+      [[maybe_unused]] std::size_t row = (first >> 32) == 0
+                                             ? static_cast<unsigned>(first) / g.nx  // faster
+                                             : first / g.nx;
       unsigned x = static_cast<unsigned>(first - row * g.nx) + lane;  // < 2^31 + 32
       if (x >= g.nx) {
         const unsigned q = x / g.nx;
@@ -236,23 +248,32 @@ __global__ void __launch_bounds__(iops::op_threads)
       const unsigned heads = __ballot_sync(full_mask, head);
       const int hd = 31 - __clz(heads & lanes_le);  // first lane of this lane's run
       const bool tail = lane == 31 || ((heads >> (lane + 1)) & 1u) != 0;
-      [[maybe_unused]] S s{};
-      [[maybe_unused]] double mn = 0.0;
-      [[maybe_unused]] double mx = 0.0;
+      // The run's sum, min and max, in the narrowest exact types (32-bit shuffles where they
+      // suffice: 32 voxels of up to 16 bits sum exactly in int).
+      using M = run_min_t<T>;
+      using R = run_sum_t<T>;
+      [[maybe_unused]] R s{};
+      [[maybe_unused]] M mn{};
+      [[maybe_unused]] M mx{};
       if constexpr (Full) {
-        const double d = static_cast<double>(v[k]);
-        s = static_cast<S>(v[k]);
-        mn = d != d ? std::numeric_limits<double>::infinity() : d;  // NaN ignored
-        mx = d != d ? -std::numeric_limits<double>::infinity() : d;
+        s = static_cast<R>(v[k]);
+        mn = static_cast<M>(v[k]);
+        mx = mn;
+        if constexpr (std::is_floating_point<T>::value) {
+          if (mn != mn) {  // NaN ignored by min and max
+            mn = std::numeric_limits<M>::infinity();
+            mx = -std::numeric_limits<M>::infinity();
+          }
+        }
 #pragma unroll
         for (int d2 = 1; d2 < 32; d2 <<= 1) {
-          const S so = __shfl_up_sync(full_mask, s, d2);
-          const double mno = __shfl_up_sync(full_mask, mn, d2);
-          const double mxo = __shfl_up_sync(full_mask, mx, d2);
+          const R so = __shfl_up_sync(full_mask, s, d2);
+          const M mno = __shfl_up_sync(full_mask, mn, d2);
+          const M mxo = __shfl_up_sync(full_mask, mx, d2);
           if (static_cast<int>(lane) - d2 >= hd) {
             s += so;
-            mn = fmin(mn, mno);
-            mx = fmax(mx, mxo);
+            mn = mno < mn ? mno : mn;  // no NaN left
+            mx = mxo > mx ? mxo : mx;
           }
         }
       }
@@ -262,7 +283,8 @@ __global__ void __launch_bounds__(iops::op_threads)
       if constexpr (Full) {
         const auto y = static_cast<unsigned>(row % g.ny);
         const auto z = static_cast<unsigned>(row / g.ny);
-        const region_acc<S> p = run_acc<S>(len, x, y, z, s, mn, mx);
+        const region_acc<S> p = run_acc<S>(len, x, y, z, static_cast<S>(s),
+                                           static_cast<double>(mn), static_cast<double>(mx));
         atomic_merge(slot < table_slots ? &tab.ent[slot] : acc + (lb - 1), p);
       } else {
         atomicAdd(slot < table_slots ? &tab.cnt[slot] : counts + (lb - 1), ull{len});
@@ -567,7 +589,12 @@ void remove_small_objects(stream_set& streams, const volume<std::int32_t>& label
                               static_cast<std::uint64_t>(min_size)};
   const std::int32_t* src = labels.data();
   std::int32_t* dst = out.data();
-  exec::run_op(streams, op, {read(labels), write(out), counts.whole(exec::access_mode::read)},
+  // The plan of a map reading labels and writing out (run_op's own would count the scratch,
+  // whose voxel size it does not know, as infinite work).
+  const std::vector<slab> map_plan =
+      iops::reduction_plan(streams, e.z, slice * 2 * sizeof(std::int32_t));
+  exec::run_op(streams, op, map_plan,
+               {read(labels), write(out), counts.whole(exec::access_mode::read)},
                [&](stream_view s, const slab& w) {
                  iops::map1(s, src + w.z0 * slice, dst + w.z0 * slice, w.depth() * slice, rule,
                             op);
@@ -596,7 +623,10 @@ void keep_largest(stream_set& streams, const volume<std::int32_t>& labels,
   const rops::largest_rule rule{win};
   const std::int32_t* src = labels.data();
   std::uint8_t* dst = out.data();
-  exec::run_op(streams, op, {read(labels), write(out), winner.whole(exec::access_mode::read)},
+  const std::vector<slab> map_plan = iops::reduction_plan(
+      streams, e.z, slice * (sizeof(std::int32_t) + sizeof(std::uint8_t)));
+  exec::run_op(streams, op, map_plan,
+               {read(labels), write(out), winner.whole(exec::access_mode::read)},
                [&](stream_view s, const slab& w) {
                  iops::map1(s, src + w.z0 * slice, dst + w.z0 * slice, w.depth() * slice, rule,
                             op);

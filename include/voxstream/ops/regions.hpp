@@ -18,6 +18,8 @@
 /// statistics, one launch on the set's first stream, which the ledger joins to the slab
 /// streams, turns the accumulators into the table (means, centroids, half-open boxes).
 /// remove_small_objects and keep_largest read the sizes on the device: no host wait.
+/// Every op also throws vox::invalid_argument, with nothing enqueued, for an axis of 2^31 - 1
+/// voxels or more (box corners are int32).
 #pragma once
 
 #include <cstddef>
