@@ -25,5 +25,6 @@
 #include <voxstream/ops/histogram.hpp>
 #include <voxstream/ops/projection.hpp>
 #include <voxstream/ops/reduce.hpp>
+#include <voxstream/ops/regions.hpp>
 #include <voxstream/volume.hpp>
 #include <voxstream/volume/access.hpp>
