@@ -23,6 +23,8 @@ namespace detail::lbl {
 
 /// Parent indices and labels: int32, as scipy's labels (the op checks voxels < 2^31).
 using idx = std::int32_t;
+/// Loop counters and grid positions, which may step past 2^31 - 1 at the end of a loop.
+using wide = std::int64_t;
 /// Parent of a voxel outside the union-find (background of the labelled set).
 inline constexpr idx none = -1;
 
@@ -100,12 +102,12 @@ template <class T, bool Invert>
 __global__ void __launch_bounds__(32 * row_warps)
     init_kernel(const T* __restrict__ mask, idx* __restrict__ p, geom g, idx z0, idx z1) {
   const idx lane = static_cast<idx>(threadIdx.x);
-  const idx x = static_cast<idx>(blockIdx.x) * 32 + lane;
-  for (idx z = z0 + static_cast<idx>(blockIdx.z); z < z1; z += static_cast<idx>(gridDim.z))
-    for (idx y = static_cast<idx>(blockIdx.y * row_warps + threadIdx.y); y < g.ny;
-         y += static_cast<idx>(gridDim.y * row_warps)) {  // uniform per warp: one row
-      const bool in = x < g.nx;
-      const idx i = in ? (z * g.ny + y) * g.nx + x : 0;
+  const bool in = wide{blockIdx.x} * 32 + lane < g.nx;
+  const idx x = in ? static_cast<idx>(blockIdx.x) * 32 + lane : 0;
+  for (wide z = z0 + wide{blockIdx.z}; z < z1; z += gridDim.z)
+    for (wide y = wide{blockIdx.y} * row_warps + threadIdx.y; y < g.ny;
+         y += wide{gridDim.y} * row_warps) {  // uniform per warp: one row
+      const idx i = in ? (static_cast<idx>(z) * g.ny + static_cast<idx>(y)) * g.nx + x : 0;
       const bool f = in && member<Invert>(mask, static_cast<std::size_t>(i));
       const unsigned bits = __ballot_sync(0xffffffffu, f);
       const unsigned below = ~bits & ((1u << lane) - 1u);  // non-members left of the lane
@@ -129,14 +131,15 @@ template <class T, bool Invert, int C, bool Boundary>
 __global__ void __launch_bounds__(32 * row_warps)
     merge_kernel(const T* __restrict__ mask, idx* p, geom g, idx z0, idx z1, zlist zs) {
   const idx lane = static_cast<idx>(threadIdx.x);
-  const idx x = static_cast<idx>(blockIdx.x) * 32 + lane;
-  const idx zcount = Boundary ? static_cast<idx>(zs.count) : z1 - z0;
-  for (idx zk = static_cast<idx>(blockIdx.z); zk < zcount; zk += static_cast<idx>(gridDim.z)) {
-    const idx z = Boundary ? zs.z[zk] : z0 + zk;
+  const bool in = wide{blockIdx.x} * 32 + lane < g.nx;
+  const idx x = in ? static_cast<idx>(blockIdx.x) * 32 + lane : 0;
+  const wide zcount = Boundary ? wide{zs.count} : wide{z1} - z0;
+  for (wide zk = blockIdx.z; zk < zcount; zk += gridDim.z) {
+    const idx z = Boundary ? zs.z[zk] : static_cast<idx>(z0 + zk);
     const idx zlo = Boundary ? z - 1 : z0;
-    for (idx y = static_cast<idx>(blockIdx.y * row_warps + threadIdx.y); y < g.ny;
-         y += static_cast<idx>(gridDim.y * row_warps)) {  // uniform per warp: one row
-      const bool in = x < g.nx;
+    for (wide yw = wide{blockIdx.y} * row_warps + threadIdx.y; yw < g.ny;
+         yw += wide{gridDim.y} * row_warps) {  // uniform per warp: one row
+      const auto y = static_cast<idx>(yw);
       const idx i = in ? (z * g.ny + y) * g.nx + x : 0;
       const bool f = in && member<Invert>(mask, static_cast<std::size_t>(i));
       const unsigned own = __ballot_sync(0xffffffffu, f);
@@ -187,12 +190,13 @@ __device__ __forceinline__ idx block_sum(idx v, idx* sh) {
 __global__ void __launch_bounds__(tile_threads)
     compress_kernel(idx* p, idx n, idx* counts, idx tiles) {
   __shared__ idx sh[tile_threads / 32];
-  const idx base = static_cast<idx>(blockIdx.x) * tile;
+  const wide base = wide{blockIdx.x} * tile;
   idx roots = 0;
 #pragma unroll
   for (unsigned k = 0; k < tile_items; ++k) {
-    const idx i = base + static_cast<idx>(k * tile_threads + threadIdx.x);
-    if (i < n) {
+    const wide iw = base + k * tile_threads + threadIdx.x;
+    if (iw < n) {
+      const auto i = static_cast<idx>(iw);
       const idx v = p[i];
       if (v == i) {
         ++roots;
@@ -219,12 +223,13 @@ __global__ void __launch_bounds__(tile_threads)
 __global__ void __launch_bounds__(tile_threads)
     rank_kernel(idx* p, idx n, const idx* __restrict__ offsets) {
   __shared__ idx sh[tile_threads / 32];
-  const idx base = static_cast<idx>(blockIdx.x) * tile;
+  const wide base = wide{blockIdx.x} * tile;
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   idx running = offsets[blockIdx.x];
   for (unsigned k = 0; k < tile_items; ++k) {
-    const idx i = base + static_cast<idx>(k * tile_threads + threadIdx.x);
-    const bool root = i < n && p[i] == i;
+    const wide iw = base + k * tile_threads + threadIdx.x;
+    const auto i = static_cast<idx>(iw < n ? iw : 0);
+    const bool root = iw < n && p[i] == i;
     const unsigned b = __ballot_sync(0xffffffffu, root);
     if (lane == 0) sh[warp] = __popc(b);
     __syncthreads();
@@ -243,8 +248,9 @@ __global__ void __launch_bounds__(tile_threads)
 /// labels = the number of each member's root, 0 for the background. A root's slot holds its
 /// number encoded until its own thread decodes it; a member reads either form.
 __global__ void __launch_bounds__(tile_threads) finalize_kernel(idx* p, idx n) {
-  for (idx i = static_cast<idx>(blockIdx.x * tile_threads + threadIdx.x); i < n;
-       i += static_cast<idx>(gridDim.x * tile_threads)) {
+  for (wide iw = wide{blockIdx.x} * tile_threads + threadIdx.x; iw < n;
+       iw += wide{gridDim.x} * tile_threads) {
+    const auto i = static_cast<idx>(iw);
     const idx v = p[i];
     idx out;
     if (v == none) {
@@ -262,11 +268,12 @@ __global__ void __launch_bounds__(tile_threads) finalize_kernel(idx* p, idx n) {
 /// flag[root] = 1 for every background voxel on the border (in-plane: x and y faces only).
 __global__ void __launch_bounds__(32 * row_warps)
     border_kernel(const idx* __restrict__ p, geom g, bool planar, unsigned char* flag) {
-  const idx x = static_cast<idx>(blockIdx.x * 32 + threadIdx.x);
-  if (x >= g.nx) return;
-  for (idx z = static_cast<idx>(blockIdx.z); z < g.nz; z += static_cast<idx>(gridDim.z))
-    for (idx y = static_cast<idx>(blockIdx.y * row_warps + threadIdx.y); y < g.ny;
-         y += static_cast<idx>(gridDim.y * row_warps)) {
+  if (wide{blockIdx.x} * 32 + threadIdx.x >= g.nx) return;
+  const auto x = static_cast<idx>(blockIdx.x * 32 + threadIdx.x);
+  for (wide zw = blockIdx.z; zw < g.nz; zw += gridDim.z)
+    for (wide yw = wide{blockIdx.y} * row_warps + threadIdx.y; yw < g.ny;
+         yw += wide{gridDim.y} * row_warps) {
+      const auto z = static_cast<idx>(zw), y = static_cast<idx>(yw);
       const bool edge = x == 0 || x == g.nx - 1 || y == 0 || y == g.ny - 1 ||
                         (!planar && (z == 0 || z == g.nz - 1));
       if (!edge) continue;
@@ -280,8 +287,9 @@ template <class T>
 __global__ void __launch_bounds__(tile_threads)
     fill_kernel(const T* __restrict__ mask, const idx* __restrict__ p,
                 const unsigned char* __restrict__ flag, T* __restrict__ out, idx n) {
-  for (idx i = static_cast<idx>(blockIdx.x * tile_threads + threadIdx.x); i < n;
-       i += static_cast<idx>(gridDim.x * tile_threads)) {
+  for (wide iw = wide{blockIdx.x} * tile_threads + threadIdx.x; iw < n;
+       iw += wide{gridDim.x} * tile_threads) {
+    const auto i = static_cast<idx>(iw);
     const bool on = mask[i] != T(0) || flag[p[i]] == 0;
     out[i] = on ? T(1) : T(0);
   }
@@ -289,12 +297,10 @@ __global__ void __launch_bounds__(tile_threads)
 
 /// Grid of the row kernels over `slices` slices.
 inline dim3 row_grid(const geom& g, idx slices) {
-  const auto gx = static_cast<unsigned>((g.nx + 31) / 32);
+  const auto gx = static_cast<unsigned>((wide{g.nx} + 31) / 32);
   const auto gy = static_cast<unsigned>(
-      std::min<idx>((g.ny + static_cast<idx>(row_warps) - 1) / static_cast<idx>(row_warps),
-                    static_cast<idx>(max_grid_yz)));
-  const auto gz = static_cast<unsigned>(std::min<idx>(std::max<idx>(slices, 1),
-                                                      static_cast<idx>(max_grid_yz)));
+      std::min<wide>((wide{g.ny} + row_warps - 1) / row_warps, max_grid_yz));
+  const auto gz = static_cast<unsigned>(std::min<wide>(std::max<idx>(slices, 1), max_grid_yz));
   return dim3(gx, gy, gz);
 }
 
@@ -479,7 +485,7 @@ async_value<std::int32_t> label(stream_set& streams, const volume<T>& mask,
   std::int32_t* result = slot.data();
   const std::vector<lbl::idx> zs = lbl::boundaries(plan);
 #if VOX_BACKEND_CUDA
-  const auto tiles = static_cast<lbl::idx>((n + lbl::tile - 1) / lbl::tile);
+  const auto tiles = static_cast<lbl::idx>((lbl::wide{n} + lbl::tile - 1) / lbl::tile);
   // counts[0, tiles] then offsets[0, tiles] (exclusive sums; offsets[tiles] = N).
   device_buffer<lbl::idx> counts(2 * (static_cast<std::size_t>(tiles) + 1), streams.stream(c));
   lbl::idx* cnt = counts.data();
@@ -560,7 +566,7 @@ void binary_fill_holes(stream_set& streams, const volume<T>& mask, volume<T>& ou
         lbl::boundary_pass<T, true>(s, m, p, g, connectivity, zs, op);
 #if VOX_BACKEND_CUDA
         iops::zero_async(flag, e.voxels(), s, op);
-        const auto tiles = static_cast<unsigned>((n + lbl::tile - 1) / lbl::tile);
+        const auto tiles = static_cast<unsigned>((lbl::wide{n} + lbl::tile - 1) / lbl::tile);
         lbl::compress_kernel<<<tiles, lbl::tile_threads, 0, s.value()>>>(p, n, nullptr, 0);
         detail::check_launch(op);
         lbl::border_kernel<<<lbl::row_grid(g, g.nz), dim3(32, lbl::row_warps, 1), 0,

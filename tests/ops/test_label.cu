@@ -246,15 +246,17 @@ std::vector<A> load_raw(const std::string& name, std::size_t n) {
 /// Runs every fixture case of `op` on volumes of T over configs(); returns the cases run.
 template <class T>
 int run_fixtures(const std::string& op) {
+  std::vector<vox::stream_set> sets;
+  for (const auto& cfg : configs()) sets.push_back(vox_test::make_set(cfg));
   int ran = 0;
   for (const fixture_case& c : load_index()) {
     if (c.op != op) continue;
     SCOPED_TRACE(c.line);
     const int conn = std::stoi(c.kv.at("conn"));
     const pattern m = load_raw<std::uint8_t>(c.kv.at("mask"), c.ext.voxels());
-    for (const auto& cfg : configs()) {
-      SCOPED_TRACE(vox_test::describe(cfg));
-      vox::stream_set set = vox_test::make_set(cfg);
+    for (std::size_t k = 0; k < sets.size(); ++k) {
+      SCOPED_TRACE(vox_test::describe(configs()[k]));
+      vox::stream_set& set = sets[k];
       if (op == "label") {
         const std::vector<std::uint16_t> want16 = load_raw<std::uint16_t>(c.kv.at("out"), m.size());
         const std::vector<std::int32_t> want(want16.begin(), want16.end());
