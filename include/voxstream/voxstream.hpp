@@ -23,6 +23,7 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/ops/geometry.hpp>
 #include <voxstream/ops/histogram.hpp>
+#include <voxstream/ops/label.hpp>
 #include <voxstream/ops/projection.hpp>
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/ops/regions.hpp>
