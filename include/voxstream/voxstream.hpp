@@ -21,6 +21,7 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/ops/geometry.hpp>
 #include <voxstream/ops/histogram.hpp>
+#include <voxstream/ops/morphology.hpp>
 #include <voxstream/ops/projection.hpp>
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
