@@ -38,18 +38,6 @@ VOX_HD inline bool fg(T v) {
   return v != T(0);  // NaN is nonzero: foreground, as numpy's bool()
 }
 
-/// Byte-wise a <= b (unsigned) of two packed words: 0xff in each byte where it holds.
-VOX_HD inline std::uint32_t bytes_le(std::uint32_t a, std::uint32_t b) {
-#if defined(__CUDA_ARCH__)
-  return __vcmpleu4(a, b);
-#else
-  std::uint32_t r = 0;
-  for (int s = 0; s < 32; s += 8)
-    if (((a >> s) & 0xffu) <= ((b >> s) & 0xffu)) r |= 0xffu << s;
-  return r;
-#endif
-}
-
 VOX_HD inline std::uint32_t load_word(const u8* p) {
 #if defined(__CUDA_ARCH__)
   return __ldg(reinterpret_cast<const unsigned int*>(p));
@@ -162,7 +150,9 @@ struct rowdist_fn {
 };
 
 /// Pass 2 of the ball: a voxel hits when some row (dy, dz) of the element has a hit within
-/// w(dy, dz) along x, i.e. its row distance there is <= w. Four voxels per 32-bit word.
+/// w(dy, dz) along x, i.e. its row distance there is <= w. Four voxels per 32-bit word. The
+/// table is read with indices known only at run time, so on the CUDA backend the functor is a
+/// __grid_constant__ kernel parameter (read in place, in the constant bank, not copied).
 template <class Out>
 struct ball_fn {
   const u8* dist;
@@ -172,30 +162,33 @@ struct ball_fn {
   bool outside_hit;
   ball_table t;
 
+  /// Bit 7 of byte j: voxel x0 + j hits. Each byte of a row's distances d and of the
+  /// replicated width w is below 128, so (w | 0x80) - d borrows from no other byte and keeps
+  /// bit 7 exactly where d <= w.
   VOX_HD std::uint32_t hits(idx_t x0, idx_t y, idx_t z) const {
+    constexpr std::uint32_t high = 0x80808080u;
     std::uint32_t acc = 0;
     for (int dz = -t.rz; dz <= t.rz; ++dz) {
       const int az = dz < 0 ? -dz : dz;
       const int yl = t.ylim[az];
       if (yl < 0) continue;
       const idx_t zz = z + dz;
-      if (zz < 0 || zz >= nz) {
-        if (outside_hit) return ~0u;  // a row of the element lies wholly outside
-        continue;
+      // Rows of the element wholly outside the volume: hits everywhere, or nothing.
+      const int lo = y - yl < 0 ? static_cast<int>(-y) : -yl;
+      const int hi = y + yl >= ny ? static_cast<int>(ny - 1 - y) : yl;
+      if (zz < 0 || zz >= nz || lo != -yl || hi != yl) {
+        if (outside_hit) return high;
+        if (zz < 0 || zz >= nz) continue;
       }
-      for (int dy = -yl; dy <= yl; ++dy) {
-        const idx_t yy = y + dy;
-        if (yy < 0 || yy >= ny) {
-          if (outside_hit) return ~0u;
-          continue;
-        }
-        const int w = t.w[az * (t.ry + 1) + (dy < 0 ? -dy : dy)];
-        const std::uint32_t d = load_word(dist + (zz * ny + yy) * pitch + x0);
-        acc |= bytes_le(d, static_cast<std::uint32_t>(w) * 0x01010101u);
+      const std::int8_t* wrow = t.w + az * (t.ry + 1);
+      const u8* p = dist + ((zz * ny + y + lo) * pitch + x0);
+      for (int dy = lo; dy <= hi; ++dy, p += pitch) {
+        const auto w = static_cast<std::uint32_t>(wrow[dy < 0 ? -dy : dy]);
+        acc |= ((w * 0x01010101u) | high) - load_word(p);
       }
-      if (acc == ~0u) return acc;
+      if ((acc & high) == high) return high;
     }
-    return acc;
+    return acc & high;
   }
   VOX_HD void operator()(std::size_t g, std::size_t ys, std::size_t zs) const {
     const idx_t x0 = static_cast<idx_t>(g) * group;
@@ -203,11 +196,42 @@ struct ball_fn {
     const std::uint32_t acc = hits(x0, y, z);
     Out* o = out + (z * ny + y) * nx;
     for (idx_t j = 0; j < group && x0 + j < nx; ++j) {
-      const bool any = ((acc >> (8 * j)) & 1u) != 0;
+      const bool any = ((acc >> (8 * j + 7)) & 1u) != 0;
       o[x0 + j] = any != erode ? Out(1) : Out(0);
     }
   }
 };
+
+// ---- launch ----------------------------------------------------------------------------------
+
+#if VOX_BACKEND_CUDA
+/// f(x, y, z) over [0, nx) x [0, ny) x [z0, z1), grid-stride; f is read in place from the
+/// parameter space (its tables may be indexed at run time without a per-thread copy).
+template <class F>
+__global__ void morph_kernel(const __grid_constant__ F f, std::size_t nx, std::size_t ny,
+                             std::size_t z0, std::size_t z1) {
+  for (std::size_t z = z0 + blockIdx.z; z < z1; z += gridDim.z)
+    for (std::size_t y = std::size_t{blockIdx.y} * blockDim.y + threadIdx.y; y < ny;
+         y += std::size_t{blockDim.y} * gridDim.y)
+      for (std::size_t x = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; x < nx;
+           x += std::size_t{blockDim.x} * gridDim.x)
+        f(x, y, z);
+}
+#endif
+
+/// Runs f(x, y, z) over nx x ny x the slices of slab w, on `s`.
+template <class F>
+void launch(stream_view s, const F& f, std::size_t nx, std::size_t ny, const slab& w,
+            const char* op) {
+#if VOX_BACKEND_CUDA
+  const dim3u g = grid_for(nx, ny, w.z1 - w.z0, default_block);
+  morph_kernel<<<dim3(g.x, g.y, g.z), dim3(default_block.x, default_block.y, 1), 0, s.value()>>>(
+      f, nx, ny, w.z0, w.z1);
+  vox::detail::check_launch(op);
+#else
+  vox::detail::for_each_voxel_range(s, f, nx, ny, w.z0, w.z1, op);
+#endif
+}
 
 // ---- validation ------------------------------------------------------------------------------
 
@@ -286,11 +310,11 @@ void cross_step(stream_set& streams, const char* op, const volume<In>& src, volu
                  if (dims == 3) {
                    const cross_fn<In, Out, true> f{src.data(), dst.data(), nx,    ny,
                                                    nz,         erode,      outside_hit};
-                   vox::detail::for_each_voxel_range(s, f, e.x, e.y, w.z0, w.z1, op);
+                   launch(s, f, e.x, e.y, w, op);
                  } else {
                    const cross_fn<In, Out, false> f{src.data(), dst.data(), nx,    ny,
                                                     nz,         erode,      outside_hit};
-                   vox::detail::for_each_voxel_range(s, f, e.x, e.y, w.z0, w.z1, op);
+                   launch(s, f, e.x, e.y, w, op);
                  }
                });
 }
@@ -307,13 +331,13 @@ void ball_step(stream_set& streams, const char* op, const volume<In>& src, volum
   const rowdist_fn<In> fa{src.data(), dist.data(), nx, ny, pitch, t.rx, erode, outside_hit};
   exec::run_op(streams, op, {vox::read(src), vox::write(dist)},
                [&](stream_view s, const slab& w) {
-                 vox::detail::for_each_voxel_range(s, fa, groups, e.y, w.z0, w.z1, op);
+                 launch(s, fa, groups, e.y, w, op);
                });
   const ball_fn<Out> fb{dist.data(), dst.data(), nx, ny, nz, pitch, erode, outside_hit, t};
   const std::size_t halo = std::min<std::size_t>(static_cast<std::size_t>(t.rz), e.z);
   exec::run_op(streams, op, {vox::read(dist, halo), vox::write(dst)},
                [&](stream_view s, const slab& w) {
-                 vox::detail::for_each_voxel_range(s, fb, groups, e.y, w.z0, w.z1, op);
+                 launch(s, fb, groups, e.y, w, op);
                });
 }
 
