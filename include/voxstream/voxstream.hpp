@@ -24,6 +24,7 @@
 #include <voxstream/ops/geometry.hpp>
 #include <voxstream/ops/histogram.hpp>
 #include <voxstream/ops/label.hpp>
+#include <voxstream/ops/morphology.hpp>
 #include <voxstream/ops/projection.hpp>
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/ops/regions.hpp>
