@@ -17,6 +17,7 @@
 #include <voxstream/io/stream_process.hpp>
 #include <voxstream/io/transfer.hpp>
 #include <voxstream/ops/border.hpp>
+#include <voxstream/ops/distance.hpp>
 #include <voxstream/ops/elementwise.hpp>
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/ops/geometry.hpp>
