@@ -28,14 +28,20 @@ std::atomic<int> stack_override{0};  // 0: automatic, 1: shared, 2: global
 
 void force_stack_place(int mode) noexcept { stack_override.store(mode); }
 
-/// Largest shared-memory stack block (32 columns): columns up to 768 voxels.
-inline constexpr std::size_t smem_stack_bytes = 96 * 1024;
+/// Largest shared-memory stack block (32 columns of 4-byte entries): columns up to 512 voxels,
+/// three blocks per multiprocessor on an H200. Longer columns keep their stacks in a global
+/// buffer instead (more columns in flight, at the cost of the stack's traffic through L2).
+/// Not yet tuned on a GPU.
+inline constexpr std::size_t smem_stack_bytes = 64 * 1024;
+/// ... and the most that force_stack_place(1) puts there (below sm_90's 227 KiB per block).
+inline constexpr std::size_t smem_stack_forced_max = 200 * 1024;
 
 /// Where a column pass over columns of `n` voxels keeps its stacks.
 stack_place place_for(std::size_t n) {
   if (!fits_stack32(n)) return stack_place::global;
   const int forced = stack_override.load();
-  if (forced == 1) return stack_place::shared;
+  if (forced == 1 && std::size_t{32} * n * sizeof(std::uint32_t) <= smem_stack_forced_max)
+    return stack_place::shared;
   if (forced == 2) return stack_place::global;
   return std::size_t{32} * n * sizeof(std::uint32_t) <= smem_stack_bytes ? stack_place::shared
                                                                           : stack_place::global;
@@ -120,9 +126,12 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
         constexpr stack_place P = decltype(p_tag)::value;
         auto* k = edt_y_kernel<W, S, P>;
         const std::size_t smem = stack_smem(k, e.y, P, op);
+        constexpr unsigned rows = col_rows(P);
         const dim3 grid(static_cast<unsigned>((e.x + col_threads - 1) / col_threads),
-                        static_cast<unsigned>(std::min<std::size_t>(w.depth(), max_grid_yz)), 1);
-        k<<<grid, col_threads, smem, s.value()>>>(a, bw, reinterpret_cast<S*>(gs), g,
+                        static_cast<unsigned>(
+                            std::min<std::size_t>((w.depth() + rows - 1) / rows, max_grid_yz)),
+                        1);
+        k<<<grid, dim3(col_threads, rows, 1), smem, s.value()>>>(a, bw, reinterpret_cast<S*>(gs), g,
                                                   static_cast<idx>(w.z0),
                                                   static_cast<idx>(w.z1));
         check_launch(op);
@@ -157,10 +166,12 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
       constexpr stack_place P = decltype(p_tag)::value;
       auto* k = edt_z_kernel<W, S, P, R>;
       const std::size_t smem = stack_smem(k, e.z, P, op);
+      constexpr unsigned rows = col_rows(P);
       const dim3 grid(static_cast<unsigned>((e.x + col_threads - 1) / col_threads),
-                      static_cast<unsigned>(std::min<std::size_t>(e.y, max_grid_yz)), 1);
-      k<<<grid, col_threads, smem, s.value()>>>(bw, dst, px, pyi, pzi, reinterpret_cast<S*>(gs),
-                                                g);
+                      static_cast<unsigned>(std::min<std::size_t>((e.y + rows - 1) / rows, max_grid_yz)),
+                      1);
+      k<<<grid, dim3(col_threads, rows, 1), smem, s.value()>>>(bw, dst, px, pyi, pzi,
+                                                              reinterpret_cast<S*>(gs), g);
       check_launch(op);
     });
 #else

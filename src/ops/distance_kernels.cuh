@@ -106,16 +106,21 @@ VOX_HD inline double feature_distance(double tz, double ty, double tx) {
 /// the first integer position where the new site is strictly lower, so with integer-valued g and
 /// s2 = 1 every decision is exact in double; otherwise rounding can only swap near-ties. Starts
 /// are kept strictly increasing (t[0] = 0), which the backward sweep relies on.
+///
+/// Latency: the forward sweep loads the column in chunks of P words, the next chunk before it
+/// works through the current one; the backward sweep fetches the next stack entry below and its
+/// site's word as soon as it moves to an entry.
 template <class W, class S, class Col>
 VOX_HD void lower_envelope(const Col& col, const stack_ref<S>& st, idx n, double s2) {
   constexpr double inf = std::numeric_limits<double>::infinity();
+  constexpr int P = 64 / static_cast<int>(sizeof(W));  // 16 32-bit or 8 64-bit words in flight
   idx k = -1;
   idx top = 0;    // site of entry k
   idx start = 0;  // start of entry k's segment
   double gtop = 0;
-  for (idx u = 0; u < n; ++u) {
-    const double gu = col.g(col.load(u));
-    if (!(gu < inf)) continue;
+  auto add = [&](idx u, W wu) {
+    const double gu = col.g(wu);
+    if (!(gu < inf)) return;
     while (k >= 0) {
       const double a = static_cast<double>(start - top);
       const double b = static_cast<double>(start - u);
@@ -131,7 +136,7 @@ VOX_HD void lower_envelope(const Col& col, const stack_ref<S>& st, idx n, double
       top = u;
       start = 0;
       gtop = gu;
-      continue;
+      return;
     }
     // u is strictly lower than top at p > sep (u > top, so the difference falls with p).
     const double d = static_cast<double>(u - top);
@@ -150,19 +155,48 @@ VOX_HD void lower_envelope(const Col& col, const stack_ref<S>& st, idx n, double
       start = w;
       gtop = gu;
     }
+  };
+  W cur[P], nxt[P];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int j = 0; j < P; ++j) cur[j] = j < n ? col.load(j) : none_word<W>();
+  for (idx u0 = 0; u0 < n; u0 += P) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < P; ++j) nxt[j] = u0 + P + j < n ? col.load(u0 + P + j) : none_word<W>();
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < P; ++j)
+      if (u0 + j < n) add(u0 + j, cur[j]);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < P; ++j) cur[j] = nxt[j];
   }
   if (k < 0) {
     for (idx p = n - 1; p >= 0; --p) col.emit(p, -1, none_word<W>());
     return;
   }
   W wtop = col.load(top);
+  idx ntop = 0, nstart = 0;  // entry k - 1, where k > 0
+  W nw = none_word<W>();
+  if (k > 0) {
+    st.get(k - 1, ntop, nstart);
+    nw = col.load(ntop);
+  }
   for (idx p = n - 1; p >= 0; --p) {
-    if (start > p) {
-      do {
-        --k;
-        st.get(k, top, start);
-      } while (start > p);
-      wtop = col.load(top);
+    if (start > p) {  // starts rise strictly: entry k - 1 holds p
+      --k;
+      top = ntop;
+      start = nstart;
+      wtop = nw;
+      if (k > 0) {
+        st.get(k - 1, ntop, nstart);
+        nw = col.load(ntop);
+      }
     }
     col.emit(p, top, wtop);
   }
@@ -243,7 +277,8 @@ enum class stack_place : std::uint8_t { shared, global };
 
 #if VOX_BACKEND_CUDA
 inline constexpr unsigned row_threads = 256;  // pass 1: a warp per row, 8 rows per block
-inline constexpr unsigned col_threads = 32;   // passes 2, 3: a warp of x-adjacent columns
+inline constexpr unsigned col_threads = 32;   // passes 2, 3: a warp of x-adjacent columns,
+inline constexpr unsigned col_max_rows = 4;   // times up to 4 planes per block
 
 /// Pass 1 (one warp per row of slices [z0, z1)): nearest zero along x of every voxel, by
 /// ballots over chunks of 32 voxels, left to right (nearest zero at or before x, stored) and
@@ -288,27 +323,33 @@ __global__ void __launch_bounds__(row_threads)
   }
 }
 
-/// The stack of this thread's column: interleaved in shared memory (entry k of lane l at
-/// k * 32 + l: conflict-free), or at the column's own voxels of a global buffer laid out as the
-/// volume (entry k of the column at voxel k along it: coalesced across the warp).
+/// The stack of this thread's column: interleaved in shared memory (entry k of thread t at
+/// k * threads + t: conflict-free), or at the column's own voxels of a global buffer laid out as
+/// the volume (entry k of the column at voxel k along it: coalesced across the warp).
 template <class S, stack_place P>
 __device__ __forceinline__ stack_ref<S> thread_stack(S* global, std::size_t base, std::size_t es) {
   if constexpr (P == stack_place::shared) {
     extern __shared__ __align__(16) unsigned char edt_smem[];
-    return stack_ref<S>{reinterpret_cast<S*>(edt_smem) + threadIdx.x, col_threads};
+    return stack_ref<S>{reinterpret_cast<S*>(edt_smem) + threadIdx.y * col_threads + threadIdx.x,
+                        std::size_t{col_threads} * blockDim.y};
   } else {
     return stack_ref<S>{global + base, es};
   }
 }
 
-/// Pass 2: a thread per column along y at (x, z), z in [z0, z1); blockIdx.y walks the slices.
+/// Block of the column kernels: a warp of x-adjacent columns, times col_rows(P) planes. Shared
+/// stacks take n * 4 bytes per column, so their blocks are one warp.
+inline constexpr unsigned col_rows(stack_place p) { return p == stack_place::shared ? 1u : 4u; }
+
+/// Pass 2: a thread per column along y at (x, z), z in [z0, z1); the grid's y walks the slices.
 template <class W, class S, stack_place P>
-__global__ void __launch_bounds__(col_threads)
+__global__ void __launch_bounds__(col_threads * col_max_rows)
     edt_y_kernel(const W* in, W* out, S* gstack, geom g, idx z0, idx z1) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   if (x >= g.nx) return;  // no barriers in this kernel
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
-  for (idx z = z0 + blockIdx.y; z < z1; z += gridDim.y) {
+  for (idx z = z0 + idx{blockIdx.y} * blockDim.y + threadIdx.y; z < z1;
+       z += idx{gridDim.y} * blockDim.y) {
     const std::size_t base = static_cast<std::size_t>(z) * slice + static_cast<std::size_t>(x);
     const y_column<W> col{in + base, out + base, static_cast<std::size_t>(g.nx), x, g.sx};
     lower_envelope<W>(col, thread_stack<S, P>(gstack, base, static_cast<std::size_t>(g.nx)),
@@ -316,15 +357,16 @@ __global__ void __launch_bounds__(col_threads)
   }
 }
 
-/// Pass 3: a thread per column along z at (x, y); blockIdx.y walks the rows.
+/// Pass 3: a thread per column along z at (x, y); the grid's y walks the rows.
 template <class W, class S, stack_place P, class R>
-__global__ void __launch_bounds__(col_threads)
+__global__ void __launch_bounds__(col_threads * col_max_rows)
     edt_z_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
                  S* gstack, geom g) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   if (x >= g.nx) return;
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
-  for (idx y = blockIdx.y; y < g.ny; y += gridDim.y) {
+  for (idx y = idx{blockIdx.y} * blockDim.y + threadIdx.y; y < g.ny;
+       y += idx{gridDim.y} * blockDim.y) {
     const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) +
                              static_cast<std::size_t>(x);
     const z_column<W, R> col{in + base,

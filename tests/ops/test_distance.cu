@@ -33,6 +33,17 @@
 #include "../common/stream_sets.hpp"
 #include "../common/volumes.hpp"
 
+// Transform helpers (extended lambdas need a named enclosing function outside the anonymous
+// namespace).
+namespace distance_test {
+inline void threshold(vox::stream_set& s, const vox::volume<float>& in, vox::volume<float>& out) {
+  vox::transform(s, in, out, [] VOX_LAMBDA(float v) { return v > 0.3f ? 1.0f : 0.0f; });
+}
+inline void twice(vox::stream_set& s, const vox::volume<float>& in, vox::volume<float>& out) {
+  vox::transform(s, in, out, [] VOX_LAMBDA(float v) { return 2.0f * v; });
+}
+}  // namespace distance_test
+
 namespace {
 
 using vox::extent3;
@@ -377,7 +388,7 @@ void long_shape(const extent3& e, unsigned seed, std::size_t zeros, const vec3d&
 }
 
 TEST(DistanceShapes, LongColumnsAlongYAndZ) {
-  // Columns longer than the shared-memory stacks hold (768) on the CUDA backend.
+  // Columns longer than the shared-memory stacks hold (512) on the CUDA backend.
   long_shape({3, 2, 900}, 1u, 5, {1.0, 1.0, 1.0});
   long_shape({3, 900, 2}, 2u, 5, {0.5, 2.5, 1.0});
   long_shape({900, 2, 3}, 3u, 5, {1.0, 0.5, 2.5});
@@ -412,7 +423,7 @@ TEST(DistanceStreams, AfterAProducerAndReusedOutputs) {
   const vox::volume<float> in = vox_test::make_volume(set, e, vals);
   vox::volume<float> mask(set, e);
   // per slab: mask = in > 0.3 (zero where in <= 0.3)
-  vox::transform(set, in, mask, [] VOX_LAMBDA(float v) { return v > 0.3f ? 1.0f : 0.0f; });
+  distance_test::threshold(set, in, mask);
   std::vector<std::uint8_t> zero(vals.size());
   for (std::size_t i = 0; i < vals.size(); ++i) zero[i] = vals[i] > 0.3f ? 0 : 1;
   vox::volume<float> out = vox_test::poisoned<float>(set, e);
@@ -422,7 +433,7 @@ TEST(DistanceStreams, AfterAProducerAndReusedOutputs) {
   vox::distance_transform_edt(set, mask, out, s2, ix, iy, iz);
   // a consumer on the slab streams: out *= 2
   vox::volume<float> twice(set, e);
-  vox::transform(set, out, twice, [] VOX_LAMBDA(float v) { return 2.0f * v; });
+  distance_test::twice(set, out, twice);
   const reference ref = brute_force(zero, e, s2);
   check<float>(e, s2, zero, ref, fetch(set, out), fetch(set, ix), fetch(set, iy), fetch(set, iz));
   const std::vector<float> t = fetch(set, twice);
