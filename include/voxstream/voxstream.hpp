@@ -19,6 +19,7 @@
 #include <voxstream/memory/device_buffer.hpp>
 #include <voxstream/memory/memory_resource.hpp>
 #include <voxstream/ops/border.hpp>
+#include <voxstream/ops/distance.hpp>
 #include <voxstream/ops/elementwise.hpp>
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/ops/geometry.hpp>
