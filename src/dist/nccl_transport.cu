@@ -16,7 +16,7 @@
 #include <voxstream/core/error.hpp>
 
 #include "../detail/cuda_check.hpp"
-#include "../detail/devices.hpp"
+#include "detail/devices.hpp"
 
 namespace vox::dist {
 

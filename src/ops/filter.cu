@@ -2,12 +2,38 @@
 // Sobel and gradient magnitude are in filter_sobel.cu, median in filter_median.cu.
 #include <voxstream/ops/filter.hpp>
 
-#include "filter_box.cuh"
-#include "filter_detail.cuh"
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "detail/cp_async.cuh"
+#include "detail/filter_arith.cuh"
+#include "detail/filter_box.cuh"
+#include "detail/filter_checks.hpp"
+#include "detail/filter_pass.cuh"
+#include "detail/march.cuh"
+#include "detail/stencil3.cuh"
 #include "../detail/voxel_types.hpp"
 
 #if VOX_BACKEND_CUDA
 namespace vox::detail::filt {
+/// scipy's _gaussian_kernel1d(sigma, 0, radius), in double.
+inline std::vector<double> gauss_weights(double sigma, idx_t r) {
+  std::vector<double> w(static_cast<std::size_t>(2 * r + 1));
+  double sum = 0;
+  for (idx_t i = -r; i <= r; ++i) {
+    // The centre tap is exp(0) = 1 for any sigma (-0.5 / sigma^2 is -inf when sigma^2 underflows).
+    w[static_cast<std::size_t>(i + r)] = i == 0 ? 1.0 : std::exp(-0.5 / (sigma * sigma) * double(i * i));
+    sum += w[static_cast<std::size_t>(i + r)];
+  }
+  for (auto& v : w) v /= sum;
+  return w;
+}
+
 VOX_BOX_FUSED(extern template, pass_op::mean)
 VOX_BOX_FUSED(extern template, pass_op::min)
 VOX_BOX_FUSED(extern template, pass_op::max)

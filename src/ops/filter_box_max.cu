@@ -1,7 +1,7 @@
-// The fused box maximum (grey_dilation) kernels of every voxel type (filter_box.cuh), in a translation
+// The fused box maximum (grey_dilation) kernels of every voxel type (detail/filter_box.cuh), in a translation
 // unit of their own so that the box family's kernels compile in parallel. Empty on the host
 // backend, whose filters run the 1D passes.
-#include "filter_box.cuh"
+#include "detail/filter_box.cuh"
 
 #if VOX_BACKEND_CUDA
 namespace vox::detail::filt {

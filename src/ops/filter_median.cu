@@ -1,14 +1,62 @@
 // Median, rank and percentile filters. The 3x3x3 median on the CUDA backend is a fused
 // z-marching kernel (one for voxels of up to 4 bytes, one for 8-byte voxels); the other windows
-// take the rank machinery of filter_rank.cuh on the CUDA backend and select per voxel on the
+// take the rank machinery of detail/filter_rank.cuh on the CUDA backend and select per voxel on the
 // host backend (the 3x3 and 3x3x3 median windows through the same networks).
 #include <voxstream/ops/filter.hpp>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
-#include "filter_detail.cuh"
-#include "filter_rank.cuh"
+#include "detail/filter_arith.cuh"
+#include "detail/filter_checks.hpp"
+#include "detail/filter_pass.cuh"
+#include "detail/filter_rank.cuh"
+#include "detail/march.cuh"
+#include "detail/median_network.cuh"
 #include "../detail/voxel_types.hpp"
+
+namespace vox::detail::filt {
+
+/// Median over a window of S^3 (S^2 per slice) voxels, one voxel per call.
+template <class T, int S, bool D3>
+struct median_fn {
+  const T* in;
+  T* out;
+  idx_t nx, ny, nz;
+  border mode;
+  T cval;
+
+  VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
+    constexpr int R = S / 2;
+    constexpr int RZ = D3 ? R : 0;
+    constexpr int N = (2 * RZ + 1) * S * S;
+    const idx_t x = static_cast<idx_t>(ux), y = static_cast<idx_t>(uy), z = static_cast<idx_t>(uz);
+    T v[N];
+    int k = 0;
+    for (int dz = -RZ; dz <= RZ; ++dz) {
+      const idx_t mz = map_border(z + dz, nz, mode);
+      for (int dy = -R; dy <= R; ++dy) {
+        const idx_t my = map_border(y + dy, ny, mode);
+        for (int dx = -R; dx <= R; ++dx) {
+          const idx_t mx = map_border(x + dx, nx, mode);
+          v[k++] = (mx < 0 || my < 0 || mz < 0) ? cval : in[(mz * ny + my) * nx + mx];
+        }
+      }
+    }
+    T r;
+    if constexpr (N == 9) {
+      r = median9(v);
+    } else if constexpr (N == 27) {
+      r = median27(v);
+    } else {
+      r = select_kth(v, N, N / 2);
+    }
+    out[(z * ny + y) * nx + x] = r;
+  }
+};
+
+}  // namespace vox::detail::filt
 
 namespace vox {
 namespace {

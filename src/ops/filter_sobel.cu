@@ -2,8 +2,67 @@
 // 27-tap stencil per voxel on the host backend (and on CUDA for slices over 2^31 voxels).
 #include <voxstream/ops/filter.hpp>
 
-#include "filter_detail.cuh"
+#include "detail/filter_arith.cuh"
+#include "detail/filter_checks.hpp"
+#include "detail/filter_pass.cuh"
+#include "detail/sobel_border.cuh"
+#include "detail/stencil3.cuh"
 #include "../detail/voxel_types.hpp"
+
+namespace vox::detail::filt {
+
+/// Direct Sobel / gradient magnitude of one voxel (27 taps): the host backend's path.
+/// which: 0, 1, 2 = Sobel along x, y, z; 3 = gradient magnitude.
+template <class T, class F>
+struct sobel_fn {
+  const T* in;
+  F* out;
+  idx_t nx, ny, nz;
+  border mode;
+  F cval;
+  int which;
+  bool three_d;
+
+  VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
+    const idx_t x = static_cast<idx_t>(ux), y = static_cast<idx_t>(uy), z = static_cast<idx_t>(uz);
+    F v[3][3][3];
+    const int zr = three_d ? 1 : 0;
+    for (int dz = -zr; dz <= zr; ++dz) {
+      const idx_t mz = map_border(z + dz, nz, mode);
+      for (int dy = -1; dy <= 1; ++dy) {
+        const idx_t my = map_border(y + dy, ny, mode);
+        for (int dx = -1; dx <= 1; ++dx) {
+          const idx_t mx = map_border(x + dx, nx, mode);
+          v[dz + 1][dy + 1][dx + 1] =
+              (mx < 0 || my < 0 || mz < 0) ? F(0) : static_cast<F>(in[(mz * ny + my) * nx + mx]);
+        }
+      }
+    }
+    const bool corr = mode == border::constant && on_border(x, y, z, nx, ny, nz, three_d);
+    F g[3] = {F(0), F(0), F(0)};
+    const int first = which == 3 ? 0 : which;
+    const int last = which == 3 ? (three_d ? 2 : 1) : which;
+    for (int a = first; a <= last; ++a) {
+      F s = F(0);
+      for (int dz = -zr; dz <= zr; ++dz) {
+        for (int dy = -1; dy <= 1; ++dy) {
+          for (int dx = -1; dx <= 1; ++dx) {
+            const F wx = a == 0 ? F(dx) : F(dx == 0 ? 2 : 1);
+            const F wy = a == 1 ? F(dy) : F(dy == 0 ? 2 : 1);
+            const F wz = !three_d ? F(1) : a == 2 ? F(dz) : F(dz == 0 ? 2 : 1);
+            s += wz * wy * wx * v[dz + 1][dy + 1][dx + 1];
+          }
+        }
+      }
+      if (corr) s += cval * sobel_border_weight<F>(a, three_d, x, y, z, nx, ny, nz);
+      g[a] = s;
+    }
+    out[(z * ny + y) * nx + x] =
+        which == 3 ? sqrt_of(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]) : g[which];
+  }
+};
+
+}  // namespace vox::detail::filt
 
 namespace vox {
 namespace {

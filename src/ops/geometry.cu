@@ -8,7 +8,7 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/volume/access.hpp>
 
-#include "geometry_kernels.cuh"
+#include "detail/geometry_kernels.cuh"
 #include "../detail/voxel_types.hpp"
 
 namespace vox {

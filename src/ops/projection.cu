@@ -9,8 +9,8 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/volume/access.hpp>
 
-#include "detail_common.cuh"
-#include "detail_reduce.cuh"
+#include "detail/common.cuh"
+#include "detail/reduce.cuh"
 #include "../detail/voxel_types.hpp"
 
 namespace vox {

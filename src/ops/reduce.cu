@@ -12,8 +12,8 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/volume/access.hpp>
 
-#include "detail_common.cuh"
-#include "detail_reduce.cuh"
+#include "detail/common.cuh"
+#include "detail/reduce.cuh"
 
 #if VOX_BACKEND_CUDA
 #include <cuda/std/limits>

@@ -21,10 +21,13 @@
 #include <limits>
 #include <type_traits>
 
-#include "filter_detail.cuh"
+#include "filter_arith.cuh"
+#include "filter_checks.hpp"
+#include "filter_pass.cuh"
+#include "march.cuh"
 
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
-#include "../detail/cuda_check.hpp"
+#include "../../detail/cuda_check.hpp"
 
 namespace vox::detail::filt {
 

@@ -21,7 +21,7 @@
 #include <voxstream/memory/device_buffer.hpp>
 #include <voxstream/ops/reduce.hpp>
 
-#include "../detail/cuda_check.hpp"
+#include "../../detail/cuda_check.hpp"
 
 #if VOX_BACKEND_CUDA
 #include <cuda_runtime_api.h>

@@ -13,7 +13,7 @@
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume/access.hpp>
 
-#include "detail_common.cuh"
+#include "common.cuh"
 
 #if VOX_BACKEND_CUDA
 #include <cub/block/block_reduce.cuh>

@@ -1,0 +1,217 @@
+// Internal to src/ops/filter_median.cu: the median's selection networks (sorted triples, their
+// merges, the medians of 3x3 and 3x3x3 windows) and Wirth's selection for larger windows, shared
+// by both backends. Not installed.
+#pragma once
+
+#include <voxstream/core/macros.hpp>
+
+#include "filter_arith.cuh"
+
+namespace vox::detail::filt {
+
+// ---- median selection ----------------------------------------------------------------------
+
+template <class V>
+VOX_HD inline void sort3(V a, V b, V c, V (&out)[3]) {
+  const V lo = vmin(a, b), hi = vmax(a, b);
+  out[0] = vmin(lo, c);
+  const V t = vmax(lo, c);
+  out[1] = vmin(t, hi);
+  out[2] = vmax(t, hi);
+}
+
+// Two sorted triples -> their sorted 6 (12 min/max). With merge_6_3 below: Batcher odd-even
+// merges with the +inf padding removed and unused comparators pruned, generated and checked on
+// all 0-1 inputs and at random.
+template <class V>
+VOX_HD inline void merge_3_3(const V (&a)[3], const V (&b)[3], V (&out)[6]) {
+  const V t1 = vmin(a[0], b[0]);
+  const V t2 = vmax(a[0], b[0]);
+  const V t3 = vmin(a[2], b[2]);
+  const V t4 = vmax(a[2], b[2]);
+  const V t5 = vmin(t3, t2);
+  const V t6 = vmax(t3, t2);
+  const V t7 = vmin(a[1], b[1]);
+  const V t8 = vmax(a[1], b[1]);
+  out[0] = t1;
+  out[1] = vmin(t7, t5);
+  out[2] = vmax(t7, t5);
+  out[3] = vmin(t8, t6);
+  out[4] = vmax(t8, t6);
+  out[5] = t4;
+}
+
+// A sorted 6 and a sorted triple -> the sorted 9 (24 min/max).
+template <class V>
+VOX_HD inline void merge_6_3(const V (&s)[6], const V (&c)[3], V (&out)[9]) {
+  const V t13 = vmin(s[0], c[0]);
+  const V t14 = vmax(s[0], c[0]);
+  const V t15 = vmin(s[4], t14);
+  const V t16 = vmax(s[4], t14);
+  const V t17 = vmin(s[2], c[2]);
+  const V t18 = vmax(s[2], c[2]);
+  const V t19 = vmin(t17, t15);
+  const V t20 = vmax(t17, t15);
+  const V t21 = vmin(t18, t16);
+  const V t22 = vmax(t18, t16);
+  const V t23 = vmin(s[1], c[1]);
+  const V t24 = vmax(s[1], c[1]);
+  const V t25 = vmin(s[5], t24);
+  const V t26 = vmax(s[5], t24);
+  const V t27 = vmin(s[3], t25);
+  const V t28 = vmax(s[3], t25);
+  out[0] = t13;
+  out[1] = vmin(t23, t19);
+  out[2] = vmax(t23, t19);
+  out[3] = vmin(t27, t20);
+  out[4] = vmax(t27, t20);
+  out[5] = vmin(t28, t21);
+  out[6] = vmax(t28, t21);
+  out[7] = vmin(t26, t22);
+  out[8] = vmax(t26, t22);
+}
+
+// Three sorted triples -> the sorted 9 (36 min/max).
+template <class V>
+VOX_HD inline void merge_3x3(const V (&a)[3], const V (&b)[3], const V (&c)[3], V (&out)[9]) {
+  V s[6];
+  merge_3_3(a, b, s);
+  merge_6_3(s, c, out);
+}
+
+// Two sorted 9-lists -> ranks 5..14 (1-based) of their merge (48 min/max). Generated as above;
+// checked on all 0-1 inputs and at random.
+template <class V>
+VOX_HD inline void merge_9x9_mid(const V (&p)[9], const V (&q)[9], V (&out)[10]) {
+  const V t2 = vmax(p[0], q[0]);
+  const V t3 = vmin(p[8], q[8]);
+  const V t5 = vmin(t3, t2);
+  const V t6 = vmax(t3, t2);
+  const V t7 = vmin(p[4], q[4]);
+  const V t8 = vmax(p[4], q[4]);
+  const V t9 = vmin(t7, t5);
+  const V t10 = vmax(t7, t5);
+  const V t11 = vmin(t8, t6);
+  const V t12 = vmax(t8, t6);
+  const V t13 = vmin(p[2], q[2]);
+  const V t14 = vmax(p[2], q[2]);
+  const V t15 = vmin(p[6], q[6]);
+  const V t16 = vmax(p[6], q[6]);
+  const V t17 = vmin(t15, t14);
+  const V t18 = vmax(t15, t14);
+  const V t20 = vmax(t13, t9);
+  const V t21 = vmin(t17, t10);
+  const V t22 = vmax(t17, t10);
+  const V t23 = vmin(t18, t11);
+  const V t24 = vmax(t18, t11);
+  const V t25 = vmin(t16, t12);
+  const V t28 = vmax(p[1], q[1]);
+  const V t29 = vmin(p[5], q[5]);
+  const V t30 = vmax(p[5], q[5]);
+  const V t31 = vmin(t29, t28);
+  const V t32 = vmax(t29, t28);
+  const V t33 = vmin(p[3], q[3]);
+  const V t34 = vmax(p[3], q[3]);
+  const V t35 = vmin(p[7], q[7]);
+  const V t37 = vmin(t35, t34);
+  const V t38 = vmax(t35, t34);
+  const V t39 = vmin(t33, t31);
+  const V t40 = vmax(t33, t31);
+  const V t41 = vmin(t37, t32);
+  const V t42 = vmax(t37, t32);
+  const V t43 = vmin(t38, t30);
+  const V t44 = vmax(t38, t30);
+  const V t48 = vmax(t39, t20);
+  const V t49 = vmin(t40, t21);
+  const V t50 = vmax(t40, t21);
+  const V t51 = vmin(t41, t22);
+  const V t52 = vmax(t41, t22);
+  const V t53 = vmin(t42, t23);
+  const V t54 = vmax(t42, t23);
+  const V t55 = vmin(t43, t24);
+  const V t56 = vmax(t43, t24);
+  const V t57 = vmin(t44, t25);
+  out[0] = t48;
+  out[1] = t49;
+  out[2] = t50;
+  out[3] = t51;
+  out[4] = t52;
+  out[5] = t53;
+  out[6] = t54;
+  out[7] = t55;
+  out[8] = t56;
+  out[9] = t57;
+}
+
+/// Median of 3 values.
+template <class V>
+VOX_HD inline V med3(V a, V b, V c) {
+  return vmax(vmin(a, b), vmin(vmax(a, b), c));
+}
+
+/// Sorts a 3x3 plane given as v[dy * 3 + dx]: its y-columns first, then a merge of the three.
+template <class V>
+VOX_HD inline void sort_plane(const V* v, V (&out)[9]) {
+  V a[3], b[3], c[3];
+  sort3(v[0], v[3], v[6], a);
+  sort3(v[1], v[4], v[7], b);
+  sort3(v[2], v[5], v[8], c);
+  merge_3x3(a, b, c, out);
+}
+
+/// The 14th smallest of 27 values, given ranks 5..14 of the merge of two sorted planes (m) and
+/// the third plane sorted (a): min over i + j = 14 of max(M_i, A_j), with A_0 = -infinity.
+template <class V>
+VOX_HD inline V kth14(const V (&m)[10], const V (&a)[9]) {
+  V r = m[9];
+  VOX_FILTER_UNROLL
+  for (int i = 5; i <= 13; ++i) r = vmin(r, vmax(m[i - 5], a[14 - i - 1]));
+  return r;
+}
+
+/// Median of a 3x3 window v[dy * 3 + dx]: exact from the sorted y-columns.
+template <class V>
+VOX_HD inline V median9(const V (&v)[9]) {
+  V a[3], b[3], c[3];
+  sort3(v[0], v[3], v[6], a);
+  sort3(v[1], v[4], v[7], b);
+  sort3(v[2], v[5], v[8], c);
+  return med3(vmax(vmax(a[0], b[0]), c[0]), med3(a[1], b[1], c[1]), vmin(vmin(a[2], b[2]), c[2]));
+}
+
+/// Median of a 3x3x3 window v[(dz * 3 + dy) * 3 + dx]: the networks of the fused CUDA kernel.
+template <class V>
+VOX_HD inline V median27(const V (&v)[27]) {
+  V p0[9], p1[9], p2[9], m[10];
+  sort_plane(v, p0);
+  sort_plane(v + 9, p1);
+  sort_plane(v + 18, p2);
+  merge_9x9_mid(p1, p2, m);
+  return kth14(m, p0);
+}
+
+/// The k-th smallest (0-based) of v[0..n), partially reordering v (Wirth's selection).
+template <class V>
+VOX_HD inline V select_kth(V* v, int n, int k) {
+  int l = 0, m = n - 1;
+  while (l < m) {
+    const V x = v[k];
+    int i = l, j = m;
+    do {
+      while (v[i] < x) ++i;
+      while (x < v[j]) --j;
+      if (i <= j) {
+        const V t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+        ++i;
+        --j;
+      }
+    } while (i <= j);
+    if (j < k) l = i;
+    if (k < i) m = j;
+  }
+  return v[k];
+}
+
+}  // namespace vox::detail::filt
