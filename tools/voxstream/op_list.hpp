@@ -90,21 +90,21 @@ struct op_spec {
 ///        may only be the last op.
 void check_op_list(const std::vector<op_spec>& ops);
 
-/// @brief Slices of z context that `op` reads on each side of a voxel (its z radius): the
-///        Gaussian's int(4 sigma_z + 0.5), (size_z - 1) / 2 for windows, 1 for Sobel and the
-///        gradient magnitude, 0 for voxelwise ops, projections and downsampling.
+/// @brief Slices of z context that `op` reads on each side of a voxel (its z radius, the
+///        table's rule): e.g. the Gaussian's int(4 sigma_z + 0.5), (size_z - 1) / 2 for windows,
+///        1 for Sobel, 0 for voxelwise ops, projections and downsampling.
 [[nodiscard]] std::size_t z_radius(const op_spec& op) noexcept;
 /// @brief Sum of the z radii of `ops`: the halo a slab needs for an exact streamed result.
 [[nodiscard]] std::size_t halo_of(const std::vector<op_spec>& ops) noexcept;
 
-/// @brief Voxel type produced by `op` from voxels of type `in`: float32 (float64 for float64
-///        input) for gaussian, sobel, gradient magnitude, rescale, normalize and the mean
-///        projection; uint8 (0/1) for threshold; `type` for convert; `in` for the others.
+/// @brief Voxel type produced by `op` from voxels of type `in` (the table's rule): e.g.
+///        float32 (float64 for float64 input) for gaussian, uint8 (0/1) for threshold, `type`
+///        for convert, `in` for uniform.
 [[nodiscard]] dtype result_type(const op_spec& op, dtype in) noexcept;
 /// @brief Voxel type after all of `ops`.
 [[nodiscard]] dtype result_type(const std::vector<op_spec>& ops, dtype in) noexcept;
-/// @brief Extent produced by `op` from `in` (throws usage_error when a downsampling factor is
-///        larger than the extent).
+/// @brief Extent produced by `op` from `in` (the table's rule; throws usage_error when the op
+///        does not fit `in`, e.g. a downsampling factor larger than the extent).
 [[nodiscard]] extent3 result_extent(const op_spec& op, extent3 in);
 [[nodiscard]] extent3 result_extent(const std::vector<op_spec>& ops, extent3 in);
 
@@ -119,14 +119,15 @@ struct geometry {
 /// @brief A crop of [a, b) along `axis` (the rest whole), as `mip --slab` makes.
 [[nodiscard]] op_spec crop_along(projection_axis axis, std::size_t a, std::size_t b);
 
-/// @brief Spacing and origin after `op`: unchanged, except crop (origin moved to the box),
-///        downsampling (spacing * f, origin of
-///        the first block's centre, as vox::downsample_mean) and projections (the two kept axes,
-///        spacing 1 and origin 0 along the third).
+/// @brief Spacing and origin after `op` (the table's rule): unchanged, except e.g. crop
+///        (origin moved to the box), downsampling (spacing * f, origin of the first block's
+///        centre, as vox::downsample_mean) and projections (the two kept axes, spacing 1 and
+///        origin 0 along the third).
 [[nodiscard]] geometry result_geometry(const op_spec& op, const geometry& in) noexcept;
 
 /// @brief Device bytes that `op` allocates besides its input and output, for a volume of
-///        extent `e` and input type `in` (the scratch volume of separable filters).
+///        extent `e` and input type `in` (the table's rule: the scratch volume of separable
+///        filters).
 [[nodiscard]] std::size_t scratch_bytes(const op_spec& op, extent3 e, dtype in) noexcept;
 /// @brief Approximate peak device bytes of running `ops` on a volume of extent `e` and type `in`
 ///        in memory: the largest, over the ops, of input + output + scratch (each op's input is

@@ -1,14 +1,16 @@
-// The `voxstream` tool's ops: one entry per op (ops_table.hpp says what each field means).
+// The `voxstream` tool's ops, one entry each (ops_table.hpp says what each field means).
 //
-// To add an op: add one entry to the table below, plus its runner. That is:
-//   1. its op_kind (op_list.hpp; in the table's order), and op_spec fields for new parameters;
-//   2. its entry here: option name, value placeholder ("" for a flag), help, parser, result
-//      voxel type, z radius (the halo a streamed slab needs), runner, and where they differ
-//      from the defaults its extent, geometry, scratch bytes, `last` and stream role;
-//   3. its runner, declared in op_runners.hpp and defined in the family's ops_*.cpp (a terminal
-//      op also defines its terminal_hooks there).
+// Adding an op is adding one entry to the table below plus its runner:
+//   - the entry: option name, value placeholder ("" for a flag), help, parser, result voxel
+//     type, z radius (the halo a streamed slab needs) and runner; where they differ from the
+//     defaults, its extent, geometry, scratch bytes, `last` and stream role (with its hooks);
+//   - the runner (with a terminal op's terminal_hooks) in the family's ops_*.cpp, declared in
+//     op_runners.hpp;
+//   - the op's op_kind (op_list.hpp, in the table's order) and any new op_spec fields it needs,
+//     and a sample value in tests/tools/test_ops_table.cpp, which checks the entry.
 // Nothing else in the tool names an op: the command line, --help, the op list's checks, the
-// in-memory and streamed runs and the memory estimates all read the table.
+// in-memory and streamed runs and the memory estimates read the table. Only prose names ops:
+// a few messages, `run --help`'s footer (cli.cpp) and README.md list them by result type.
 #include "ops_table.hpp"
 
 #include <cmath>
