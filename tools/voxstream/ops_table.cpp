@@ -89,6 +89,8 @@ const window_hooks crop_window{
     }};
 
 // --- the table, in op_kind order -----------------------------------------------------------------
+// Fields in order: kind, name, placeholder, help, parse, type, z_radius, run, and where they are
+// not the defaults: extent, geo, scratch, last, role, terminal, window (ops_table.hpp).
 
 std::vector<op_entry> make_table() {
   return {
