@@ -27,6 +27,7 @@
 #include <voxstream/io/format.hpp>
 
 #include "../../src/io/detail/text.hpp"
+#include "ops_table.hpp"
 #include "output_guard.hpp"
 
 namespace vox::cli {
@@ -384,9 +385,10 @@ parsed_command finish(state& st) {
     pc.mip.run.streaming = to_choice(st.mip_stream, st.mip_in_memory);
     pc.mip.run.slab_depth = to_slab_depth(st.mip_slab_depth);
     pc.mip.axis = parse_axis(st.mip_axis, "--axis");
-    pc.mip.kind = st.mip_mode == "min"    ? op_kind::min_projection
-                  : st.mip_mode == "mean" ? op_kind::mean_projection
-                                          : op_kind::max_projection;
+    // --mode max|min|mean names the op max-projection, min-projection or mean-projection.
+    const op_entry* projection = find_op(st.mip_mode + "-projection");
+    if (projection == nullptr) throw usage_error("--mode: '" + st.mip_mode + "' is not a mode");
+    pc.mip.kind = projection->kind;
     if (!st.mip_slab.empty()) pc.mip.slab = parse_index_range(st.mip_slab, "--slab");
     if (st.mip_bits != "8" && st.mip_bits != "16")
       throw usage_error("--bits: '" + st.mip_bits + "' is not a PNG bit depth (expected 8 or 16)");

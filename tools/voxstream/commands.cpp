@@ -2,6 +2,7 @@
 
 #include "output_guard.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <variant>
@@ -9,6 +10,7 @@
 #include <voxstream/io/png.hpp>
 
 #include "../../src/io/detail/text.hpp"
+#include "ops_table.hpp"
 
 namespace vox::cli {
 
@@ -109,10 +111,9 @@ int cmd_mip(const mip_options& opt, bool quiet, std::FILE* out) {
   op_spec op;
   op.kind = opt.kind;
   op.paxis = opt.axis;
-  op.text = std::string(opt.kind == op_kind::max_projection   ? "max"
-                        : opt.kind == op_kind::min_projection ? "min"
-                                                              : "mean") +
-            " projection along " + axis_name(opt.axis);
+  std::string title = entry_of(opt.kind).name;  // "max-projection": "max projection"
+  std::replace(title.begin(), title.end(), '-', ' ');
+  op.text = title + " along " + axis_name(opt.axis);
   ro.ops = {op};
   if (opt.slab) {
     ro.ops.insert(ro.ops.begin(), crop_along(opt.axis, opt.slab->first, opt.slab->second));

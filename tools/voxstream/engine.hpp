@@ -1,7 +1,9 @@
 /// @file engine.hpp
 /// @brief What the `voxstream` commands run: an op list over a volume, in device memory when it
-///        fits the budget and slab by slab through vox::stream_process when it does not, and the
-///        value range of a file. Blocking (file I/O and results on the host).
+///        fits the budget (run_in_memory.cpp) and slab by slab through vox::stream_process when
+///        it does not (run_streamed.cpp), and the value statistics of a file (file_stats.cpp).
+///        Blocking (file I/O and results on the host). Ops are run through the op table
+///        (op_dispatch.hpp).
 #pragma once
 
 #include <cstddef>
@@ -9,22 +11,16 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/io/format.hpp>
 #include <voxstream/ops/reduce.hpp>
-#include <voxstream/volume.hpp>
 
 #include "op_list.hpp"
 #include "progress.hpp"
 
 namespace vox::cli {
-
-/// @brief A device volume of any voxel type; index() == static_cast<size_t>(dtype).
-using any_volume = std::variant<volume<std::uint8_t>, volume<std::uint16_t>, volume<std::int16_t>,
-                                volume<std::int32_t>, volume<float>, volume<double>>;
 
 /// @brief An input file: any format probe() knows, or a headerless raw file with its layout.
 struct input_spec {
@@ -34,12 +30,6 @@ struct input_spec {
 
 /// @brief The file's header (or raw_info for a raw layout); blocks. Throws io_error.
 [[nodiscard]] io::volume_info probe_input(const input_spec& in);
-
-/// @brief Applies one op to `in` on the device and returns the new volume, with spacing and
-///        origin from result_geometry(). Asynchronous (except normalize without a known range,
-///        which is still asynchronous: vox::normalize reduces on the device).
-template <class T>
-[[nodiscard]] any_volume apply_op(stream_set& streams, const op_spec& op, const volume<T>& in);
 
 /// @brief Device memory to use when --budget is not given: on the cuda backend 80% of the free
 ///        device memory (cudaMemGetInfo), on the host backend 1 GiB.

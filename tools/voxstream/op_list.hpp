@@ -1,32 +1,28 @@
 /// @file op_list.hpp
-/// @brief The `voxstream` tool's pure logic for `run`: command-line values to an op list, the
-///        voxel type, extent and geometry each op produces, and the z halo a slab needs. No
-///        device work here; everything is unit-tested on the host.
+/// @brief The `voxstream` tool's op list for `run`: command-line values to ops, the voxel
+///        type, extent and geometry each op produces, and the z halo a slab needs. Each op's own
+///        facts (its parser, rules and runner) are one entry of the op table (ops_table.hpp);
+///        the functions here ask it. No device work here; everything is unit-tested on the host.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include <voxstream/core/dtype.hpp>
 #include <voxstream/core/extent.hpp>
-#include <voxstream/io/format.hpp>
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/ops/projection.hpp>
 
+#include "values.hpp"
+
 namespace vox::cli {
 
-/// @brief A bad command-line value (the tool exits with status 2 and the message).
-class usage_error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// @brief The ops `run` applies, one per command-line option of the same name.
+/// @brief The ops `run` applies, one per command-line option of the same name, in the order of
+///        the op table (ops_table.cpp), which holds each op's facts.
 enum class op_kind : std::uint8_t {
   gaussian,            ///< --gaussian SIGMA | SX,SY,SZ
   uniform,             ///< --uniform SIZE | SX,SY,SZ
@@ -83,30 +79,32 @@ struct op_spec {
 [[nodiscard]] std::vector<op_spec> parse_ops(
     const std::vector<std::pair<std::string, std::string>>& args);
 
-/// @brief True for the ops that end a streamed run (projections, downsample): they reduce
-///        slabs into an accumulator.
+/// @brief True for the ops that end a streamed run (the table's stream_role::terminal:
+///        projections, downsample): they reduce slabs into an accumulator.
 [[nodiscard]] bool is_terminal(const op_spec& op) noexcept;
-/// @brief True for the three projections.
+/// @brief True for the ops that must be the last of any run (the table's `last`: the three
+///        projections, whose result is 2D).
 [[nodiscard]] bool is_projection(const op_spec& op) noexcept;
 
-/// @brief Throws usage_error unless the list is valid: a projection may only be the last op.
+/// @brief Throws usage_error unless the list is valid: a projection (an op that must be last)
+///        may only be the last op.
 void check_op_list(const std::vector<op_spec>& ops);
 
-/// @brief Slices of z context that `op` reads on each side of a voxel (its z radius): the
-///        Gaussian's int(4 sigma_z + 0.5), (size_z - 1) / 2 for windows, 1 for Sobel and the
-///        gradient magnitude, 0 for voxelwise ops, projections and downsampling.
+/// @brief Slices of z context that `op` reads on each side of a voxel (its z radius, the
+///        table's rule): e.g. the Gaussian's int(4 sigma_z + 0.5), (size_z - 1) / 2 for windows,
+///        1 for Sobel, 0 for voxelwise ops, projections and downsampling.
 [[nodiscard]] std::size_t z_radius(const op_spec& op) noexcept;
 /// @brief Sum of the z radii of `ops`: the halo a slab needs for an exact streamed result.
 [[nodiscard]] std::size_t halo_of(const std::vector<op_spec>& ops) noexcept;
 
-/// @brief Voxel type produced by `op` from voxels of type `in`: float32 (float64 for float64
-///        input) for gaussian, sobel, gradient magnitude, rescale, normalize and the mean
-///        projection; uint8 (0/1) for threshold; `type` for convert; `in` for the others.
+/// @brief Voxel type produced by `op` from voxels of type `in` (the table's rule): e.g.
+///        float32 (float64 for float64 input) for gaussian, uint8 (0/1) for threshold, `type`
+///        for convert, `in` for uniform.
 [[nodiscard]] dtype result_type(const op_spec& op, dtype in) noexcept;
 /// @brief Voxel type after all of `ops`.
 [[nodiscard]] dtype result_type(const std::vector<op_spec>& ops, dtype in) noexcept;
-/// @brief Extent produced by `op` from `in` (throws usage_error when a downsampling factor is
-///        larger than the extent).
+/// @brief Extent produced by `op` from `in` (the table's rule; throws usage_error when the op
+///        does not fit `in`, e.g. a downsampling factor larger than the extent).
 [[nodiscard]] extent3 result_extent(const op_spec& op, extent3 in);
 [[nodiscard]] extent3 result_extent(const std::vector<op_spec>& ops, extent3 in);
 
@@ -121,14 +119,15 @@ struct geometry {
 /// @brief A crop of [a, b) along `axis` (the rest whole), as `mip --slab` makes.
 [[nodiscard]] op_spec crop_along(projection_axis axis, std::size_t a, std::size_t b);
 
-/// @brief Spacing and origin after `op`: unchanged, except crop (origin moved to the box),
-///        downsampling (spacing * f, origin of
-///        the first block's centre, as vox::downsample_mean) and projections (the two kept axes,
-///        spacing 1 and origin 0 along the third).
+/// @brief Spacing and origin after `op` (the table's rule): unchanged, except e.g. crop
+///        (origin moved to the box), downsampling (spacing * f, origin of the first block's
+///        centre, as vox::downsample_mean) and projections (the two kept axes, spacing 1 and
+///        origin 0 along the third).
 [[nodiscard]] geometry result_geometry(const op_spec& op, const geometry& in) noexcept;
 
 /// @brief Device bytes that `op` allocates besides its input and output, for a volume of
-///        extent `e` and input type `in` (the scratch volume of separable filters).
+///        extent `e` and input type `in` (the table's rule: the scratch volume of separable
+///        filters).
 [[nodiscard]] std::size_t scratch_bytes(const op_spec& op, extent3 e, dtype in) noexcept;
 /// @brief Approximate peak device bytes of running `ops` on a volume of extent `e` and type `in`
 ///        in memory: the largest, over the ops, of input + output + scratch (each op's input is
@@ -145,26 +144,6 @@ struct geometry {
                                               std::size_t fixed, std::size_t buffers = 3,
                                               std::size_t multiple = 1);
 
-// --- small value parsers (shared by the commands) -----------------------------------------------
-
-/// @brief "512M", "2G", "1.5GiB", "4096", "64k": bytes, binary multiples (K = 1024). Throws
-///        usage_error.
-[[nodiscard]] std::size_t parse_bytes(std::string_view text);
-/// @brief "1.5 GiB", "512 MiB", "12 KiB", "100 B".
-[[nodiscard]] std::string format_bytes(std::size_t bytes);
-/// @brief uint8, uint16, int16, int32, float32, float64 (also u8, u16, i16, i32, f32, f64, float,
-///        double). Throws usage_error naming `what`.
-[[nodiscard]] dtype parse_dtype(std::string_view text, std::string_view what = "type");
-/// @brief x, y or z (case-insensitive). Throws usage_error naming `what`.
-[[nodiscard]] projection_axis parse_axis(std::string_view text, std::string_view what);
-/// @brief "N" (a cube) or "X,Y,Z" (also "XxYxZ"); every component >= 1. Throws usage_error.
-[[nodiscard]] extent3 parse_extent(std::string_view text, std::string_view what);
-/// @brief A finite double, the whole of `text`. Throws usage_error naming `what`.
-[[nodiscard]] double parse_number(std::string_view text, std::string_view what);
-/// @brief "A:B", whole numbers with A < B. Throws usage_error naming `what`.
-[[nodiscard]] std::pair<std::size_t, std::size_t> parse_index_range(std::string_view text,
-                                                                    std::string_view what);
-/// @brief "LO:HI" (both finite). Throws usage_error naming `what`.
-[[nodiscard]] std::pair<double, double> parse_range(std::string_view text, std::string_view what);
+// The small value parsers (parse_bytes, parse_dtype, parse_range, ...) are in values.hpp.
 
 }  // namespace vox::cli
