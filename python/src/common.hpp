@@ -120,5 +120,6 @@ vox::dtype parse_dtype(const std::string& name);
 
 /// Module sections (module.cpp: types, memory exchange; ops.cpp: ops and I/O).
 void bind_ops(nb::module_& m);
+void bind_testing(nb::module_& m);
 
 }  // namespace voxpy

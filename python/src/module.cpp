@@ -574,4 +574,5 @@ NB_MODULE(_voxstream, m) {
   m.def("_drain_pending", [] { drain_pending(false); });
 
   bind_ops(m);
+  bind_testing(m);
 }
