@@ -1,6 +1,7 @@
 #include <voxstream/volume.hpp>
 
 #include <exception>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -48,6 +49,23 @@ volume<T>::volume(stream_set& streams, extent3 e, T value, memory_resource& mr) 
 }
 
 template <class T>
+volume<T>::volume(stream_set& streams, extent3 e, T* data,
+                  std::function<void(stream_view)> release) {
+  constexpr const char* op = "volume (external memory)";
+  const std::size_t n = checked_voxels(e, sizeof(T), op);
+  VOX_EXPECTS(data != nullptr, op, "the memory to wrap is null");
+  auto home = streams.state(0);
+  auto ledger = std::make_unique<exec::slice_ledger>(e.z);
+  ledger->set_all_written(exec::record_mark(home, op));
+  home_ = std::move(home);
+  ledger_ = std::move(ledger);
+  external_ = data;
+  external_capacity_ = n;
+  release_external_ = std::move(release);
+  extent_ = e;
+}
+
+template <class T>
 volume<T>::~volume() {
   release_();
 }
@@ -59,6 +77,9 @@ volume<T>::volume(volume&& o) noexcept
       origin_(o.origin_),
       home_(std::move(o.home_)),
       storage_(std::move(o.storage_)),
+      external_(std::exchange(o.external_, nullptr)),
+      external_capacity_(std::exchange(o.external_capacity_, 0)),
+      release_external_(std::exchange(o.release_external_, nullptr)),
       ledger_(std::move(o.ledger_)) {}
 
 template <class T>
@@ -70,6 +91,9 @@ volume<T>& volume<T>::operator=(volume&& o) noexcept {
     origin_ = o.origin_;
     home_ = std::move(o.home_);
     storage_ = std::move(o.storage_);
+    external_ = std::exchange(o.external_, nullptr);
+    external_capacity_ = std::exchange(o.external_capacity_, 0);
+    release_external_ = std::exchange(o.release_external_, nullptr);
     ledger_ = std::move(o.ledger_);
   }
   return *this;
@@ -77,7 +101,7 @@ volume<T>& volume<T>::operator=(volume&& o) noexcept {
 
 template <class T>
 void volume<T>::release_() noexcept {
-  if (!storage_) return;
+  if (empty()) return;
   try {
     // Every stream that touched the volume must be done with it before the home stream frees.
     exec::join_all(*ledger_, *home_, "volume::~volume");
@@ -85,6 +109,19 @@ void volume<T>::release_() noexcept {
     detail::log_error("volume::~volume", ex.what());
   }
   storage_.reset();
+  if (external_ != nullptr) {
+    // The owner gets its memory back ordered after the home stream (release's contract).
+    external_ = nullptr;
+    external_capacity_ = 0;
+    auto release = std::exchange(release_external_, nullptr);
+    if (release) {
+      try {
+        release(stream_view{home_->handle});
+      } catch (const std::exception& ex) {
+        detail::log_error("volume::~volume", ex.what());
+      }
+    }
+  }
   ledger_.reset();
   home_.reset();
   extent_ = extent3{};
@@ -93,11 +130,11 @@ void volume<T>::release_() noexcept {
 template <class T>
 void volume<T>::reshape(stream_set& streams, extent3 e) {
   constexpr const char* op = "volume::reshape";
-  VOX_EXPECTS(storage_ != nullptr, op, "volume is empty");
+  VOX_EXPECTS(!empty(), op, "volume is empty");
   const std::size_t n = checked_voxels(e, sizeof(T), op);
-  VOX_EXPECTS(n <= storage_->size(), op,
+  VOX_EXPECTS(n <= capacity(), op,
               "extent " + e.str() + " needs " + std::to_string(n) + " voxels, the storage holds " +
-                  std::to_string(storage_->size()));
+                  std::to_string(capacity()));
   if (e == extent_) return;
   auto ledger = std::make_unique<exec::slice_ledger>(e.z);
   const std::shared_ptr<exec::stream_state>& st = streams.state(0);
@@ -118,23 +155,25 @@ void volume<T>::set_spacing(vec3d s) {
 
 template <class T>
 T* volume<T>::data() noexcept {
-  return storage_ ? thrust::raw_pointer_cast(storage_->data()) : nullptr;
+  return storage_ ? thrust::raw_pointer_cast(storage_->data()) : external_;
 }
 
 template <class T>
 const T* volume<T>::data() const noexcept {
-  return storage_ ? thrust::raw_pointer_cast(storage_->data()) : nullptr;
+  return storage_ ? thrust::raw_pointer_cast(storage_->data()) : external_;
 }
 
 template <class T>
 typename volume<T>::storage_type& volume<T>::storage() {
-  VOX_EXPECTS(storage_ != nullptr, "volume::storage", "volume is empty");
+  VOX_EXPECTS(storage_ != nullptr, "volume::storage",
+              external_ ? "volume wraps external memory (no Thrust storage)" : "volume is empty");
   return *storage_;
 }
 
 template <class T>
 const typename volume<T>::storage_type& volume<T>::storage() const {
-  VOX_EXPECTS(storage_ != nullptr, "volume::storage", "volume is empty");
+  VOX_EXPECTS(storage_ != nullptr, "volume::storage",
+              external_ ? "volume wraps external memory (no Thrust storage)" : "volume is empty");
   return *storage_;
 }
 
@@ -152,7 +191,8 @@ stream_view volume<T>::home_stream() const {
 
 template <class T>
 memory_resource& volume<T>::resource() const {
-  VOX_EXPECTS(storage_ != nullptr, "volume::resource", "volume is empty");
+  VOX_EXPECTS(storage_ != nullptr, "volume::resource",
+              external_ ? "volume wraps external memory (no memory resource)" : "volume is empty");
   return storage_->get_allocator().resource();
 }
 

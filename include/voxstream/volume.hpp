@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include <voxstream/core/extent.hpp>
@@ -75,6 +76,20 @@ class volume {
   volume(stream_set& streams, extent3 e, memory_resource& mr);
   /// @brief As volume(streams, e, value), with storage from `mr`.
   volume(stream_set& streams, extent3 e, T value, memory_resource& mr);
+  /// @brief Wraps e.voxels() voxels of memory that something else owns (a NumPy or CuPy array,
+  ///        a DLPack tensor) at `data`, x fastest, without allocating, copying or initialising:
+  ///        ops read and write that memory in place. The ledger starts with every slice written
+  ///        by an event recorded now on the set's first stream (the home stream), so the caller
+  ///        first orders the home stream after the memory's producer (as DLPack and the CUDA
+  ///        array interface do). When the volume lets go of the memory (destruction,
+  ///        move-assignment) the home stream is made to wait, on the device, for every access
+  ///        the ledger knows of, and then `release(home)` is called once: it must give the
+  ///        memory back to its owner no sooner than the work queued on `home` completes (e.g.
+  ///        make the owner's stream wait on an event recorded on `home`), must not throw and
+  ///        must not wait on the host. storage() and resource() throw for such a volume.
+  ///        Throws vox::invalid_argument (empty or overflowing extent, null `data`); `release`
+  ///        is not called then.
+  volume(stream_set& streams, extent3 e, T* data, std::function<void(stream_view)> release);
   ~volume();
   volume(const volume&) = delete;
   volume& operator=(const volume&) = delete;
@@ -84,7 +99,9 @@ class volume {
   [[nodiscard]] const extent3& extent() const noexcept { return extent_; }
   [[nodiscard]] std::size_t size() const noexcept { return extent_.voxels(); }
   [[nodiscard]] std::size_t bytes() const noexcept { return size() * sizeof(T); }
-  [[nodiscard]] bool empty() const noexcept { return storage_ == nullptr; }
+  [[nodiscard]] bool empty() const noexcept { return storage_ == nullptr && external_ == nullptr; }
+  /// @brief True when the volume wraps memory it does not own (the external-memory constructor).
+  [[nodiscard]] bool external() const noexcept { return external_ != nullptr; }
 
   [[nodiscard]] const vec3d& spacing() const noexcept { return spacing_; }
   [[nodiscard]] const vec3d& origin() const noexcept { return origin_; }
@@ -99,7 +116,9 @@ class volume {
   [[nodiscard]] volume_view<const T> view() const noexcept { return {data(), extent_}; }
 
   /// @brief Voxels the storage holds: size(), unless reshape() made the extent smaller.
-  [[nodiscard]] std::size_t capacity() const noexcept { return storage_ ? storage_->size() : 0; }
+  [[nodiscard]] std::size_t capacity() const noexcept {
+    return storage_ ? storage_->size() : external_capacity_;
+  }
   /// @brief Gives the volume extent `e` inside the storage it already has, without allocating
   ///        or initialising: one buffer serves slabs of several depths (vox::stream_process).
   ///        e.voxels() must not exceed capacity(); voxel values are unspecified afterwards (the
@@ -111,14 +130,14 @@ class volume {
   void reshape(stream_set& streams, extent3 e);
 
   /// @brief The underlying Thrust container (capacity() elements). Work enqueued on it directly
-  ///        bypasses the ledger.
+  ///        bypasses the ledger. Throws vox::invalid_argument for an empty or external volume.
   [[nodiscard]] storage_type& storage();
   [[nodiscard]] const storage_type& storage() const;
   /// @brief The per-slice dependency ledger (mutable: reads are recorded too).
   [[nodiscard]] exec::slice_ledger& ledger() const;
   /// @brief The stream that allocated the storage and will free it.
   [[nodiscard]] stream_view home_stream() const;
-  /// @brief The memory resource that holds the storage (requires a non-empty volume).
+  /// @brief The memory resource that holds the storage (requires a non-empty, owning volume).
   [[nodiscard]] memory_resource& resource() const;
 
  private:
@@ -129,6 +148,9 @@ class volume {
   vec3d origin_{0.0, 0.0, 0.0};
   std::shared_ptr<exec::stream_state> home_;  // declared before storage_: outlives it
   std::unique_ptr<storage_type> storage_;
+  T* external_{nullptr};          ///< wrapped memory (external-memory constructor), else null
+  std::size_t external_capacity_{0};
+  std::function<void(stream_view)> release_external_;  ///< gives the wrapped memory back
   std::unique_ptr<exec::slice_ledger> ledger_;
 };
 

@@ -300,3 +300,46 @@ TEST(Volume, DestroyedAfterItsStreamSet) {
   EXPECT_FALSE(v.empty());
   EXPECT_EQ(v.extent(), (vox::extent3{4, 4, 9}));
 }
+
+TEST(Volume, WrapsExternalMemoryInPlace) {
+  vox::stream_set s(3);
+  vox::volume<float> owner(s, {4, 5, 6}, 3.0f);  // stands for memory another library owns
+  s.synchronize();
+  int released = 0;
+  vox::native_stream released_on{};
+  {
+    vox::volume<float> v(s, owner.extent(), owner.data(), [&](vox::stream_view home) {
+      ++released;
+      released_on = home.value();
+    });
+    EXPECT_TRUE(v.external());
+    EXPECT_FALSE(v.empty());
+    EXPECT_EQ(v.data(), owner.data());
+    EXPECT_EQ(v.capacity(), owner.size());
+    EXPECT_TRUE(all_equal(to_host(s, v), 3.0f));  // not initialised: the owner's voxels
+    EXPECT_THROW((void)v.storage(), vox::invalid_argument);
+    EXPECT_THROW((void)v.resource(), vox::invalid_argument);
+    vox::fill(s, v, 7.0f);  // in place
+    vox::volume<float> moved(std::move(v));
+    EXPECT_TRUE(v.empty());
+    EXPECT_FALSE(v.external());
+    EXPECT_EQ(moved.data(), owner.data());
+    vox::volume<float> other;
+    other = std::move(moved);
+    EXPECT_EQ(released, 0);
+    s.synchronize();
+  }
+  EXPECT_EQ(released, 1);  // once, on the home stream
+  EXPECT_EQ(released_on, s.stream(0).value());
+  EXPECT_TRUE(all_equal(to_host(s, owner), 7.0f));
+}
+
+TEST(Volume, WrappingNullOrEmptyThrowsWithoutRelease) {
+  vox::stream_set s(1);
+  vox::volume<std::int16_t> owner(s, {2, 2, 2});
+  int released = 0;
+  auto count = [&](vox::stream_view) { ++released; };
+  EXPECT_THROW(vox::volume<std::int16_t>(s, {2, 2, 2}, nullptr, count), vox::invalid_argument);
+  EXPECT_THROW(vox::volume<std::int16_t>(s, {0, 2, 2}, owner.data(), count), vox::invalid_argument);
+  EXPECT_EQ(released, 0);
+}

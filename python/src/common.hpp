@@ -1,0 +1,125 @@
+// Shared types of the Python binding: the StreamSet and Volume wrappers, dtype dispatch, and the
+// helper that turns an op into one short function (run_op below).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include <nanobind/nanobind.h>
+
+#include <voxstream/core/dtype.hpp>
+#include <voxstream/core/error.hpp>
+#include <voxstream/exec/stream_set.hpp>
+#include <voxstream/volume.hpp>
+
+namespace nb = nanobind;
+
+namespace voxpy {
+
+/// A volume of any voxel type; index() == static_cast<std::size_t>(vox::dtype).
+using any_volume =
+    std::variant<vox::volume<std::uint8_t>, vox::volume<std::uint16_t>, vox::volume<std::int16_t>,
+                 vox::volume<std::int32_t>, vox::volume<float>, vox::volume<double>>;
+
+/// voxstream.StreamSet: shared, so that volumes keep the set they were made on alive.
+struct StreamSet {
+  std::shared_ptr<vox::stream_set> set;
+};
+
+/// voxstream.Volume: a vox::volume<T> of one of the six types and the set it runs on.
+struct Volume {
+  std::shared_ptr<vox::stream_set> set;
+  any_volume v;
+
+  [[nodiscard]] vox::dtype dtype() const noexcept { return static_cast<vox::dtype>(v.index()); }
+  [[nodiscard]] vox::extent3 extent() const {
+    return std::visit([](const auto& x) { return x.extent(); }, v);
+  }
+  [[nodiscard]] const void* data() const {
+    return std::visit([](const auto& x) { return static_cast<const void*>(x.data()); }, v);
+  }
+  [[nodiscard]] std::size_t bytes() const {
+    return std::visit([](const auto& x) { return x.bytes(); }, v);
+  }
+  [[nodiscard]] vox::exec::slice_ledger& ledger() const {
+    return std::visit([](const auto& x) -> vox::exec::slice_ledger& { return x.ledger(); }, v);
+  }
+};
+
+/// The volume<T> inside `v`; ValueError (vox::invalid_argument) naming `op` for another type.
+template <class T>
+vox::volume<T>& get(Volume& v, const char* op, const char* what) {
+  auto* p = std::get_if<vox::volume<T>>(&v.v);
+  if (p == nullptr) {
+    VOX_FAIL(op, std::string(what) + " has dtype " + vox::dtype_name(v.dtype()) + ", expected " +
+                     vox::dtype_name(vox::dtype_of<T>));
+  }
+  return *p;
+}
+
+/// A new owning volume of type `t`, extent `e`, value-initialised, on `set`.
+Volume new_volume(const std::shared_ptr<vox::stream_set>& set, vox::extent3 e, vox::dtype t);
+
+/// Output voxel type of an op: the input's (same), float or double (real), uint8 (mask).
+template <class T>
+struct same_t {
+  using type = T;
+};
+template <class T>
+struct real_t {
+  using type = std::conditional_t<std::is_same_v<T, double>, double, float>;
+};
+template <class T>
+struct mask_t {
+  using type = std::uint8_t;
+};
+
+/// Runs `f(set, in, out)` for the input's voxel type T, out a volume<Out<T>::type>: `out` when
+/// given (its dtype checked; the op checks its extent), else a new volume of the input's extent
+/// (or `out_extent` when not empty). Returns the output Volume object. The op runs without
+/// the GIL. Adding an op to the module is one call of this.
+template <template <class> class Out, class F>
+nb::object run_op(const char* op, Volume& in, Volume* out, F&& f, vox::extent3 out_extent = {}) {
+  return std::visit(
+      [&](auto& vin) -> nb::object {
+        using T = typename std::decay_t<decltype(vin)>::value_type;
+        using O = typename Out<T>::type;
+        vox::stream_set& set = *in.set;
+        if (out != nullptr) {
+          auto& vout = get<O>(*out, op, "out");
+          {
+            nb::gil_scoped_release nogil;
+            f(set, static_cast<const vox::volume<T>&>(vin), vout);
+          }
+          return nb::find(out);
+        }
+        const vox::extent3 e = out_extent.empty() ? vin.extent() : out_extent;
+        Volume res{in.set, vox::volume<O>(set, e)};
+        {
+          nb::gil_scoped_release nogil;
+          f(set, static_cast<const vox::volume<T>&>(vin), std::get<vox::volume<O>>(res.v));
+        }
+        return nb::cast(std::move(res));
+      },
+      in.v);
+}
+
+/// Calls `f(dtype_tag<T>)` for dtype `t` (vox::visit_dtype), for ops that create volumes.
+template <class F>
+decltype(auto) visit(vox::dtype t, F&& f) {
+  return vox::visit_dtype(t, std::forward<F>(f));
+}
+
+/// The voxstream dtype named `name` ("uint8", ..., "float64"); ValueError otherwise.
+vox::dtype parse_dtype(const std::string& name);
+
+/// Module sections (module.cpp: types, memory exchange; ops.cpp: ops and I/O).
+void bind_ops(nb::module_& m);
+void bind_testing(nb::module_& m);
+
+}  // namespace voxpy
