@@ -245,6 +245,11 @@ if ((BENCH)); then
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
     step bench_ops_api "$LOG_BENCH" 90 "$BUILD/bench/ops/bench_ops" --api \
       --filter "threshold|median size=3|sum|gaussian sigma=2"
+  # Issue 20: label, EDT, fill holes, ball erosion and region stats on 512^3 masks, side by
+  # side with cupyx (and cuCIM where installed) on the same masks (RESULT segment_cmp lines).
+  need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
+    step bench_segment+cupy "$LOG_BENCH" 300 python3 "$ROOT/bench/segment_compare.py" \
+      "$BUILD/bench/ops/bench_ops"
   need bench_small_slices "$LOG_BENCH" "$BUILD/bench/bench_small_slices" &&
     step bench_small_slices "$LOG_BENCH" 150 "$BUILD/bench/bench_small_slices"
   # Programmatic dependent launch against plain launches and a graph (issue 17; RESULT pdl).
@@ -298,7 +303,7 @@ fi
   echo "==================== gpu_check summary ($((SECONDS - START))s) ===================="
   printf '%s\n' "${STEPS[@]}"
   echo "---- results"
-  grep -h '^RESULT ' "$LOG_SAMPLES" "$LOG_BENCH" 2>/dev/null | grep -vE '^RESULT (ops|sweep|sets|sets_ratio) ' ||
+  grep -h '^RESULT ' "$LOG_SAMPLES" "$LOG_BENCH" 2>/dev/null | grep -vE '^RESULT (ops|sweep|sets|sets_ratio|segment) ' ||
     echo "(no RESULT lines)"
   echo "(bench_ops: $(grep -c '^RESULT ops ' "$LOG_BENCH" 2>/dev/null) RESULT ops lines in" \
     "$(basename "$LOG_BENCH"))"

@@ -156,6 +156,17 @@ struct sets_options {
 ///        Blocks the host. Returns 0, or 2 for a bad option.
 int run_sets(const sets_options& o);
 
+/// @brief bench_ops --segment (bench/ops/segment.cu); see main.cu's usage.
+struct segment_options {
+  std::string shape{"512x512x512"};  // --shape: x x y x z
+  std::string write_dir;             // --write-masks: where to write the masks and values
+  int reps{10};
+};
+/// @brief Times the segmentation ops (issue 20) on the blobs and phantom masks against a copy of
+///        the mask, and prints RESULT segment lines. Blocks the host. Returns 0, or 2 for a bad
+///        option.
+int run_segment(vox::stream_set& set, const segment_options& o);
+
 }  // namespace voxbench
 
 #define VOXBENCH_REGISTER(family)                                                       \

@@ -51,6 +51,11 @@
 // miss each. Smaller volumes are reported, not counted. ~1 minute on an H200.
 //   build/cuda/bench/ops/bench_ops --sets 1,32
 //   build/cuda/bench/ops/bench_ops --sets 1,8,32 --shape 384x448x320 --filter "median|sum"
+// --segment: the segmentation ops of issue 20 (bench/ops/segment.cu): label (6, 26), EDT, fill
+// holes, erosion by a ball and region stats on a blobs mask and a phantom mask of --shape
+// (default 512^3), each against a copy of the mask; --write-masks DIR writes the masks for
+// bench/segment_compare.py, which runs it and times cupyx and cuCIM on the same masks:
+//   python3 bench/segment_compare.py build/cuda/bench/ops/bench_ops --shape 512^3
 // --api: after timing each case, runs it once more under a vox::profile::timeline that records
 // the CUDA runtime calls, and prints a "RESULT ops_api" line: the host time of the calls and
 // the three that took longest (what the host spends enqueuing the op).
@@ -161,12 +166,15 @@ int main(int argc, char** argv) {
   bool api = false;
   bool sweep = false;
   bool sets = false;
+  bool segment = false;
+  segment_options sgo;
   sweep_options so;
   sets_options sto;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--api") api = true;
     if (a == "--sweep") sweep = true;
+    if (a == "--segment") segment = true;
     if (a == "--sweep-list") {
       list_filter_sweep();
       return 0;
@@ -181,7 +189,15 @@ int main(int argc, char** argv) {
     else if (a == "--sets" && i + 1 < argc) {
       sets = true;
       sto.sets = argv[++i];
-    } else if (a == "--shape" && i + 1 < argc) sto.shapes = argv[++i];
+    } else if (a == "--shape" && i + 1 < argc) {
+      sto.shapes = argv[++i];
+      sgo.shape = sto.shapes;
+    } else if (a == "--write-masks" && i + 1 < argc) sgo.write_dir = argv[++i];
+  }
+  if (segment) {
+    sgo.reps = reps;
+    vox::stream_set set(static_cast<std::size_t>(n_streams));
+    return run_segment(set, sgo);
   }
   if (sets) {
     sto.filter = filter;
