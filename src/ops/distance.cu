@@ -13,9 +13,9 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/volume/access.hpp>
 
-#include "detail_common.cuh"
-#include "distance_detail.hpp"
-#include "distance_kernels.cuh"
+#include "detail/common.cuh"
+#include "detail/distance.hpp"
+#include "detail/distance_kernels.cuh"
 #include "../detail/voxel_types.hpp"
 
 namespace vox {

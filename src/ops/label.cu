@@ -10,7 +10,7 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/volume/access.hpp>
 
-#include "detail_common.cuh"
+#include "detail/common.cuh"
 #include "../detail/voxel_types.hpp"
 
 #if VOX_BACKEND_CUDA

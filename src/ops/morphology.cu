@@ -21,7 +21,7 @@
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/volume/access.hpp>
 
-#include "detail_common.cuh"
+#include "detail/common.cuh"
 #include "../detail/voxel_types.hpp"
 
 namespace vox {

@@ -27,7 +27,7 @@
 #include <voxstream/ops/transform.hpp>
 #include <voxstream/voxstream.hpp>
 
-#include "../../src/ops/distance_detail.hpp"
+#include "../../src/ops/detail/distance.hpp"
 #include "../common/compare.hpp"
 #include "../common/random.hpp"
 #include "../common/stream_sets.hpp"

@@ -13,7 +13,7 @@
 #include <voxstream/core/macros.hpp>
 #include <voxstream/core/stream.hpp>
 
-#include "detail_common.cuh"
+#include "common.cuh"
 
 namespace vox::detail::edt {
 
