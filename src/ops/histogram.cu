@@ -39,20 +39,29 @@ struct bin_rule {
   double scale;  // bins / (hi * pre - lo * pre)
   unsigned bins;
   double pre;
-  VOX_HD unsigned operator()(double d) const {
+  /// The rule with `pre` known: Wide (pre = 0.5) or not (pre = 1, where d * pre - lo * pre is
+  /// d - lo bit for bit). The kernels are instantiated for each, so the usual ranges run the
+  /// plain rule: with `pre` in the loop the float kernel took 40 registers instead of 32 (75%
+  /// occupancy instead of 100%) and the 256-bin histogram of 512^3 float32 0.181 ms instead of
+  /// 0.140 ms on the H200.
+  template <bool Wide>
+  VOX_HD unsigned at(double d) const {
     if (!(d >= lo && d < hi)) return bins;
-    const auto b = static_cast<unsigned>((d * pre - lo * pre) * scale);
+    const auto b = Wide ? static_cast<unsigned>((d * 0.5 - lo * 0.5) * scale)
+                        : static_cast<unsigned>((d - lo) * scale);
     return b < bins ? b : bins - 1;
   }
+  [[nodiscard]] bool wide() const { return pre != 1.0; }
+  VOX_HD unsigned operator()(double d) const { return pre != 1.0 ? at<true>(d) : at<false>(d); }
 };
 
 #if VOX_BACKEND_CUDA
-template <class T>
+template <class T, bool Wide>
 struct smem_hist_visitor {
   unsigned* sh;
   bin_rule rule;
   __device__ void add(T x) {
-    const unsigned b = rule(static_cast<double>(x));
+    const unsigned b = rule.at<Wide>(static_cast<double>(x));
     if (b < rule.bins) atomicAdd(sh + b, 1u);
   }
   __device__ void scalar(T x, std::size_t) { add(x); }
@@ -64,7 +73,7 @@ struct smem_hist_visitor {
 };
 
 /// One privatised histogram per block in shared memory, written to partial[blockIdx.x][bins].
-template <class T>
+template <class T, bool Wide>
 __global__ void __launch_bounds__(op_threads)
     hist_smem_kernel(const T* data, std::size_t n, bin_rule rule, unsigned* partial) {
   extern __shared__ unsigned sh[];
@@ -72,7 +81,7 @@ __global__ void __launch_bounds__(op_threads)
   __syncthreads();
   const std::size_t tid = std::size_t{blockIdx.x} * op_threads + threadIdx.x;
   const std::size_t nthreads = std::size_t{gridDim.x} * op_threads;
-  smem_hist_visitor<T> vis{sh, rule};
+  smem_hist_visitor<T, Wide> vis{sh, rule};
   visit_range<2>(data, n, tid, nthreads, vis);
   __syncthreads();
   unsigned* out = partial + std::size_t{blockIdx.x} * rule.bins;
@@ -99,12 +108,12 @@ __global__ void __launch_bounds__(op_threads)
   if (s != 0) atomicAdd(counts + b, s);
 }
 
-template <class T>
+template <class T, bool Wide>
 struct global_hist_visitor {
   unsigned long long* counts;
   bin_rule rule;
   __device__ void add(T x) {
-    const unsigned b = rule(static_cast<double>(x));
+    const unsigned b = rule.at<Wide>(static_cast<double>(x));
     if (b < rule.bins) atomicAdd(counts + b, 1ull);
   }
   __device__ void scalar(T x, std::size_t) { add(x); }
@@ -116,12 +125,12 @@ struct global_hist_visitor {
 };
 
 /// Many bins: global atomics straight into the counts (contention is low across many bins).
-template <class T>
+template <class T, bool Wide>
 __global__ void __launch_bounds__(op_threads)
     hist_global_kernel(const T* data, std::size_t n, bin_rule rule, unsigned long long* counts) {
   const std::size_t tid = std::size_t{blockIdx.x} * op_threads + threadIdx.x;
   const std::size_t nthreads = std::size_t{gridDim.x} * op_threads;
-  global_hist_visitor<T> vis{counts, rule};
+  global_hist_visitor<T, Wide> vis{counts, rule};
   visit_range<2>(data, n, tid, nthreads, vis);
 }
 #endif
@@ -131,9 +140,13 @@ template <class T>
 void hist_partial_pass(stream_view s, const T* data, std::size_t n, const bin_rule& rule,
                        unsigned* partial, std::size_t blocks, const char* op) {
 #if VOX_BACKEND_CUDA
-  hist_smem_kernel<T>
-      <<<static_cast<unsigned>(blocks), op_threads, std::size_t{rule.bins} * sizeof(unsigned),
-         s.value()>>>(data, n, rule, partial);
+  const std::size_t smem = std::size_t{rule.bins} * sizeof(unsigned);
+  if (rule.wide())
+    hist_smem_kernel<T, true>
+        <<<static_cast<unsigned>(blocks), op_threads, smem, s.value()>>>(data, n, rule, partial);
+  else
+    hist_smem_kernel<T, false>
+        <<<static_cast<unsigned>(blocks), op_threads, smem, s.value()>>>(data, n, rule, partial);
   check_launch(op);
 #else
   (void)s;
@@ -181,8 +194,13 @@ void hist_global_pass(stream_view s, const T* data, std::size_t n, const bin_rul
                       std::uint64_t* counts, const char* op) {
 #if VOX_BACKEND_CUDA
   const std::size_t blocks = pass_blocks(n, 16, op);
-  hist_global_kernel<T><<<static_cast<unsigned>(blocks), op_threads, 0, s.value()>>>(
-      data, n, rule, reinterpret_cast<unsigned long long*>(counts));
+  auto* c = reinterpret_cast<unsigned long long*>(counts);
+  if (rule.wide())
+    hist_global_kernel<T, true>
+        <<<static_cast<unsigned>(blocks), op_threads, 0, s.value()>>>(data, n, rule, c);
+  else
+    hist_global_kernel<T, false>
+        <<<static_cast<unsigned>(blocks), op_threads, 0, s.value()>>>(data, n, rule, c);
   check_launch(op);
 #else
   (void)s;
