@@ -29,6 +29,7 @@
 
 #include "../../src/ops/detail/distance.hpp"
 #include "../common/compare.hpp"
+#include "../common/fixtures.hpp"
 #include "../common/random.hpp"
 #include "../common/stream_sets.hpp"
 #include "../common/volumes.hpp"
@@ -196,33 +197,16 @@ struct fixture {
   vec3d sampling;
 };
 
-std::vector<double> numbers(const std::string& s) {
-  std::vector<double> v;
-  std::istringstream in(s);
-  std::string tok;
-  while (std::getline(in, tok, ',')) v.push_back(std::stod(tok));
-  return v;
-}
-
 std::vector<fixture> load_index() {
   std::vector<fixture> out;
-  std::ifstream f(std::string(VOX_FIXTURE_DIR) + "/edt_index.txt");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
+  for (const auto& l : vox_test::read_index("edt_index.txt")) {
     fixture c;
-    c.line = line;
-    std::istringstream s(line);
-    s >> c.tag;
-    std::map<std::string, std::string> kv;
-    std::string tok;
-    while (s >> tok) {
-      const auto eq = tok.find('=');
-      kv[tok.substr(0, eq)] = tok.substr(eq + 1);
-    }
-    const std::vector<double> e = numbers(kv.at("ext")), sp = numbers(kv.at("sampling"));
-    c.ext = extent3{std::size_t(e[0]), std::size_t(e[1]), std::size_t(e[2])};
-    c.sampling = vec3d{sp[0], sp[1], sp[2]};
+    c.line = l.line;
+    c.tag = l.op;
+    const std::vector<double> e = vox_test::numbers(l.kv.at("ext"));
+    const std::vector<double> sp = vox_test::numbers(l.kv.at("sampling"));
+    c.ext = extent3{std::size_t(e.at(0)), std::size_t(e.at(1)), std::size_t(e.at(2))};
+    c.sampling = vec3d{sp.at(0), sp.at(1), sp.at(2)};
     out.push_back(c);
   }
   return out;
@@ -230,11 +214,7 @@ std::vector<fixture> load_index() {
 
 template <class V>
 std::vector<V> load_raw(const std::string& name, std::size_t n) {
-  std::vector<V> v(n);
-  std::ifstream f(std::string(VOX_FIXTURE_DIR) + "/" + name, std::ios::binary);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(V)));
-  EXPECT_TRUE(f.good()) << "cannot read " << name;
-  return v;
+  return vox_test::read_raw<V>(name, n);
 }
 
 class DistanceScipy : public ::testing::TestWithParam<vox_test::stream_config> {};

@@ -22,6 +22,7 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/fixtures.hpp"
 #include "../common/volumes.hpp"
 
 namespace {
@@ -29,46 +30,13 @@ namespace {
 using vox::extent3;
 using vox_test::fetch;
 
-struct fixture_case {
-  std::string line;
-  std::string op;
-  std::map<std::string, std::string> kv;
-};
+using fixture_case = vox_test::index_line;
+using vox_test::numbers;
 
-std::vector<fixture_case> load_index() {
-  std::vector<fixture_case> cases;
-  std::ifstream f(std::string(VOX_FIXTURE_DIR) + "/filter_index.txt");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    fixture_case c;
-    c.line = line;
-    std::istringstream s(line);
-    s >> c.op;
-    std::string tok;
-    while (s >> tok) {
-      const auto eq = tok.find('=');
-      c.kv[tok.substr(0, eq)] = tok.substr(eq + 1);
-    }
-    cases.push_back(std::move(c));
-  }
-  return cases;
-}
+std::vector<fixture_case> load_index() { return vox_test::read_index("filter_index.txt"); }
 
 std::vector<double> load_f64(const std::string& name, std::size_t n) {
-  std::vector<double> v(n);
-  std::ifstream f(std::string(VOX_FIXTURE_DIR) + "/" + name, std::ios::binary);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(double)));
-  EXPECT_TRUE(f.good()) << "cannot read " << name;
-  return v;
-}
-
-std::vector<double> numbers(const std::string& s) {
-  std::vector<double> v;
-  std::istringstream in(s);
-  std::string tok;
-  while (std::getline(in, tok, ',')) v.push_back(std::stod(tok));
-  return v;
+  return vox_test::read_raw<double>(name, n);
 }
 
 vox::border mode_of(const std::string& m) {

@@ -24,6 +24,7 @@
 #include <voxstream/volume.hpp>
 
 #include "../common/compare.hpp"
+#include "../common/fixtures.hpp"
 #include "../common/stream_sets.hpp"
 #include "../common/volumes.hpp"
 
@@ -204,31 +205,17 @@ long first_diff(const std::vector<A>& a, const std::vector<A>& b) {
 
 // --- fixtures -----------------------------------------------------------------------------------
 
-struct fixture_case {
-  std::string line;
-  std::string op;
-  std::map<std::string, std::string> kv;
+struct fixture_case : vox_test::index_line {
   extent3 ext{};
 };
 
 std::vector<fixture_case> load_index() {
   std::vector<fixture_case> cases;
-  std::ifstream f(std::string(VOX_FIXTURE_DIR) + "/label_index.txt");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
+  for (auto& l : vox_test::read_index("label_index.txt")) {
     fixture_case c;
-    c.line = line;
-    std::istringstream s(line);
-    s >> c.op;
-    std::string tok;
-    while (s >> tok) {
-      const auto eq = tok.find('=');
-      c.kv[tok.substr(0, eq)] = tok.substr(eq + 1);
-    }
-    std::istringstream ex(c.kv.at("ext"));
-    char comma = 0;
-    ex >> c.ext.x >> comma >> c.ext.y >> comma >> c.ext.z;
+    static_cast<vox_test::index_line&>(c) = std::move(l);
+    const std::vector<double> e = vox_test::numbers(c.kv.at("ext"));
+    c.ext = extent3{std::size_t(e.at(0)), std::size_t(e.at(1)), std::size_t(e.at(2))};
     cases.push_back(std::move(c));
   }
   return cases;
@@ -236,11 +223,7 @@ std::vector<fixture_case> load_index() {
 
 template <class A>
 std::vector<A> load_raw(const std::string& name, std::size_t n) {
-  std::vector<A> v(n);
-  std::ifstream f(std::string(VOX_FIXTURE_DIR) + "/" + name, std::ios::binary);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(A)));
-  EXPECT_TRUE(f.good()) << "cannot read " << name;
-  return v;
+  return vox_test::read_raw<A>(name, n);
 }
 
 /// Runs every fixture case of `op` on volumes of T over configs(); returns the cases run.

@@ -18,6 +18,7 @@
 #include <voxstream/ops/morphology.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/fixtures.hpp"
 #include "../common/stream_sets.hpp"
 #include "../common/volumes.hpp"
 
@@ -203,9 +204,7 @@ struct fixture_case {
 
 std::vector<long> numbers(const std::string& s) {
   std::vector<long> v;
-  std::istringstream in(s);
-  std::string tok;
-  while (std::getline(in, tok, ',')) v.push_back(std::stol(tok));
+  for (double d : vox_test::numbers(s)) v.push_back(static_cast<long>(d));
   return v;
 }
 
@@ -217,20 +216,11 @@ std::vector<std::uint8_t> read_file(const std::string& name) {
 
 std::vector<fixture_case> load_cases() {
   std::vector<fixture_case> cases;
-  std::ifstream f(std::string(VOX_FIXTURE_DIR) + "/morph_index.txt");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream s(line);
-    std::string op, tok;
-    s >> op;
-    std::map<std::string, std::string> kv;
-    while (s >> tok) {
-      const auto eq = tok.find('=');
-      kv[tok.substr(0, eq)] = tok.substr(eq + 1);
-    }
+  for (const vox_test::index_line& l : vox_test::read_index("morph_index.txt")) {
+    const std::string& op = l.op;
+    const std::map<std::string, std::string>& kv = l.kv;
     fixture_case c;
-    c.line = line;
+    c.line = l.line;
     c.op = op_of(op);
     c.in = kv.at("in");
     const auto ext = numbers(kv.at("ext"));
