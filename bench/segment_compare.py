@@ -13,10 +13,11 @@ ops on them and writes the masks (uint8) and the float32 values to DIR. Its line
 
     RESULT segment <case> <mask> ms=<median ms> xcopy=<ms / copy of the mask ms> [labels=N]
 
-are parsed. This script then loads the same masks and times, with CUDA events: a first run (CuPy
-compiles its kernels), a probe, and the median of max(3, min(reps, cap / probe)) runs (fast ones:
-one more warm-up and `reps` runs); a case whose first run takes over 500 ms is timed once more,
-once (cupyx's binary_fill_holes iterates to convergence: seconds on 512^3):
+are parsed. This script then loads the same masks and times, with CUDA events, a first run (CuPy
+compiles its kernels), then bench/cupy_compare.py's time_adaptive (a warm-up, a probe, and the
+median of max(5, min(reps, cap / probe)) runs; fast ones: one more warm-up and `reps` runs); a
+case whose first run takes over 500 ms is timed once more, once (cupyx's per-label measurements
+take seconds on 512^3):
 - label: cupyx.scipy.ndimage.label with the 6- and 26-neighbourhood structures;
 - edt: cupyx.scipy.ndimage.distance_transform_edt (float32 distances) and, with cuCIM,
   cucim.core.operations.morphology.distance_transform_edt (PBA+);
@@ -41,6 +42,9 @@ import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cupy_compare import time_adaptive  # noqa: E402  (bench_ops' timing method)
 
 LINE_RE = re.compile(r"^RESULT segment (\S+) (\S+) (.*)$")
 
@@ -82,7 +86,9 @@ def run_bench(path, shape, reps, outdir):
     return results, ext, rc == 0
 
 
-def time_fn(cp, fn, arg, reps, cap_ms, slow_ms=20.0):
+def time_fn(cp, fn, arg, reps, cap_ms):
+    """A first run (CuPy compiles its kernels); a very slow op (over 500 ms) is then timed once
+    more, any other by cupy_compare.time_adaptive, bench_ops' method."""
     start, stop = cp.cuda.Event(), cp.cuda.Event()
 
     def once():
@@ -93,17 +99,9 @@ def time_fn(cp, fn, arg, reps, cap_ms, slow_ms=20.0):
         del out
         return cp.cuda.get_elapsed_time(start, stop)
 
-    probe = once()  # includes CuPy's kernel compilation: a warm-up
-    if probe > 500.0:
-        return once()  # very slow (seconds): one more run, timed
-    probe = once()
-    if probe > slow_ms:
-        n = max(3, min(reps, int(cap_ms / probe)))
-    else:
-        once()
-        n = reps
-    t = sorted(once() for _ in range(n))
-    return t[len(t) // 2]
+    if once() > 500.0:
+        return once()
+    return time_adaptive(cp, fn, [arg], reps, cap_ms)[0]
 
 
 def ball(cp, r):
