@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -15,6 +16,7 @@
 #include <voxstream/core/dtype.hpp>
 #include <voxstream/core/error.hpp>
 #include <voxstream/exec/stream_set.hpp>
+#include <voxstream/ops/histogram.hpp>
 #include <voxstream/volume.hpp>
 
 namespace nb = nanobind;
@@ -62,6 +64,37 @@ vox::volume<T>& get(Volume& v, const char* op, const char* what) {
   return *p;
 }
 
+/// voxstream.AsyncValue: a result computed on the streams; get() blocks (without the GIL) until
+/// it is there. `get` converts the C++ value to Python (an int, a float, a dict, a tuple...).
+struct AsyncValue {
+  std::function<nb::object()> get;
+  std::function<bool()> ready;
+};
+
+/// An AsyncValue over a vox::async_value (or anything with get() and ready()); `convert` turns
+/// the value into a Python object (with the GIL held).
+template <class V, class C>
+AsyncValue make_async(V&& value, C convert) {
+  auto p = std::make_shared<std::decay_t<V>>(std::forward<V>(value));
+  return AsyncValue{[p, convert]() -> nb::object {
+                      auto r = [&] {
+                        nb::gil_scoped_release nogil;
+                        return p->get();
+                      }();
+                      return convert(r);
+                    },
+                    [p] { return p->ready(); }};
+}
+template <class V>
+AsyncValue make_async(V&& value) {
+  return make_async(std::forward<V>(value), [](const auto& r) { return nb::cast(r); });
+}
+
+/// voxstream.Histogram: histogram counts computed on the streams.
+struct Histogram {
+  std::shared_ptr<vox::histogram_counts> h;
+};
+
 /// A new owning volume of type `t`, extent `e`, value-initialised, on `set`.
 Volume new_volume(const std::shared_ptr<vox::stream_set>& set, vox::extent3 e, vox::dtype t);
 
@@ -77,6 +110,15 @@ struct real_t {
 template <class T>
 struct mask_t {
   using type = std::uint8_t;
+};
+
+/// Output voxel type O whatever the input's: run_op<to<O>::template t>.
+template <class O>
+struct to {
+  template <class>
+  struct t {
+    using type = O;
+  };
 };
 
 /// Runs `f(set, in, out)` for the input's voxel type T, out a volume<Out<T>::type>: `out` when
@@ -121,5 +163,11 @@ vox::dtype parse_dtype(const std::string& name);
 /// Module sections (module.cpp: types, memory exchange; ops.cpp: ops and I/O).
 void bind_ops(nb::module_& m);
 void bind_testing(nb::module_& m);
+/// ops_segment.cpp: labels, distance transform, regions, binary morphology.
+void bind_segment(nb::module_& m);
+/// ops_geometry.cpp: geometry, the other elementwise ops and reductions, percentiles.
+void bind_geometry(nb::module_& m);
+/// stream.cpp: stream_process with a Python pipeline.
+void bind_stream(nb::module_& m);
 
 }  // namespace voxpy

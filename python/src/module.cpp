@@ -575,4 +575,7 @@ NB_MODULE(_voxstream, m) {
 
   bind_ops(m);
   bind_testing(m);
+  bind_segment(m);
+  bind_geometry(m);
+  bind_stream(m);
 }

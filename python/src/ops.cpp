@@ -42,25 +42,6 @@ vox::filter_size fsize(const xyz& s) {
   return vox::filter_size(std::get<0>(s), std::get<1>(s), std::get<2>(s));
 }
 
-/// An async result: get() blocks (without the GIL) until the value is there.
-struct AsyncValue {
-  std::function<nb::object()> get;
-  std::function<bool()> ready;
-};
-
-template <class V>
-AsyncValue make_async(V&& value) {
-  auto p = std::make_shared<std::decay_t<V>>(std::forward<V>(value));
-  return AsyncValue{[p]() -> nb::object {
-                      auto r = [&] {
-                        nb::gil_scoped_release nogil;
-                        return p->get();
-                      }();
-                      return nb::cast(r);
-                    },
-                    [p] { return p->ready(); }};
-}
-
 /// Runs a reduction `f(set, in)` -> async_value<...> for the input's type.
 template <class F>
 AsyncValue reduce(Volume& in, F&& f) {
@@ -74,10 +55,6 @@ AsyncValue reduce(Volume& in, F&& f) {
       },
       in.v);
 }
-
-struct Histogram {
-  std::shared_ptr<vox::histogram_counts> h;
-};
 
 // --- elementwise ------------------------------------------------------------------------------
 nb::object copy(Volume& in, Volume* out) {
@@ -105,14 +82,6 @@ nb::object threshold_range(Volume& in, double lo, double hi, Volume* out) {
     vox::threshold_range(s, a, o, lo, hi);
   });
 }
-
-template <class O>
-struct to {
-  template <class>
-  struct t {
-    using type = O;
-  };
-};
 
 /// convert (saturate_cast) to `dtype`, or into `out` (whose dtype wins).
 nb::object astype(Volume& in, const std::string& dtype, Volume* out) {

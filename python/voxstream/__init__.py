@@ -483,3 +483,12 @@ def write(path, volume, compress=False, *, streams=None) -> None:
     _vs.write(str(path), v, bool(compress))
     c.done(None, None)
 
+
+
+# --- segmentation, morphology, geometry, more reductions, stream_process -----------------------
+from . import _geometry, _segment, _stream  # noqa: E402 (they use the helpers above)
+from ._geometry import *  # noqa: E402,F401,F403
+from ._segment import *  # noqa: E402,F401,F403
+from ._stream import *  # noqa: E402,F401,F403
+
+__all__ += _segment.__all__ + _geometry.__all__ + _stream.__all__
