@@ -388,11 +388,11 @@ def _element(op, structure):
     dims = 2 if s.shape[0] == 1 else 3
     candidates = []
     if all(n % 2 == 1 for n in s.shape):
+        if s.shape[1:] == (3, 3) and s.shape[0] in (1, 3):
+            candidates.append(cross(dims))  # before ball(1), the same element
         candidates.append(StructuringElement("box", dims, size=s.shape))
         r = tuple(n // 2 for n in s.shape)
         candidates.append(StructuringElement("ball", dims, radius=r))
-        if s.shape[1:] == (3, 3) and s.shape[0] in (1, 3):
-            candidates.append(cross(dims))
     for e in candidates:
         if e.to_array().shape == s.shape and _np.array_equal(e.to_array(), s):
             return e
