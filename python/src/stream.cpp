@@ -167,9 +167,38 @@ nb::dict stream_process(StreamSet& ss, nb::handle streams_obj, std::optional<std
   });
 }
 
+/// What a volume file holds (vox::io::probe), numpy order.
+nb::dict probe(const std::string& path) {
+  vox::io::volume_info i;
+  {
+    nb::gil_scoped_release nogil;
+    i = vox::io::probe(path);
+  }
+  nb::dict d;
+  d["shape"] = nb::make_tuple(i.extent.z, i.extent.y, i.extent.x);
+  d["dtype"] = vox::dtype_name(i.type);
+  d["spacing"] = nb::make_tuple(i.spacing.z, i.spacing.y, i.spacing.x);
+  d["origin"] = nb::make_tuple(i.origin.z, i.origin.y, i.origin.x);
+  d["format"] = vox::io::format_name(i.format);
+  d["compressed"] = i.enc != vox::io::encoding::raw;
+  d["detached"] = i.detached;
+  return d;
+}
+
+nb::list slab_ranges(std::size_t slices, std::size_t depth, bool ramp) {
+  nb::list l;
+  for (const vox::z_range& r : vox::slab_ranges(slices, depth, ramp)) {
+    l.append(nb::make_tuple(r.z0, r.z1));
+  }
+  return l;
+}
+
 }  // namespace
 
 void bind_stream(nb::module_& m) {
+  m.def("probe", &probe, nb::arg("path"));
+  m.def("slab_ranges", &slab_ranges, nb::arg("slices"), nb::arg("slab_depth"),
+        nb::arg("ramp") = true);
   nb::class_<SlabInfo>(m, "SlabInfo", "Where the slab given to a stream_process callback lies")
       .def_prop_ro("index", [](const SlabInfo& s) { return s.p.index; }, "the slab's place, 0-based")
       .def_prop_ro("count", [](const SlabInfo& s) { return s.p.count; }, "slabs in the run")

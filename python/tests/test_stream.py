@@ -51,6 +51,7 @@ def test_slab_info_and_dtype(streams):
     assert seen[0][2] == 0 and seen[-1][3] == SHAPE[0]
     assert all(seen[k][3] == seen[k + 1][2] for k in range(len(seen) - 1))
     assert progress[-1] == (len(seen), len(seen)) and len(progress) == len(seen)
+    assert [tuple(s[2:]) for s in seen] == vs.slab_ranges(SHAPE[0], 6)
 
 
 def test_file_to_file_and_discard(tmp_path, streams):
@@ -63,6 +64,8 @@ def test_file_to_file_and_discard(tmp_path, streams):
         vs.threshold(x, 10, out=y)
 
     vs.stream_process(src, dst, pipe, slab=8, dtype="uint8", compress=True, streams=streams)
+    info = vs.probe(dst)
+    assert info["shape"] == SHAPE and info["dtype"] == "uint8" and info["compressed"]
     assert np.array_equal(vs.read(dst).to_numpy(), (a > 10).astype(np.uint8))
     # no sink: nothing downloaded; the callback keeps what it needs (here, on the host)
     maxima = []

@@ -9,9 +9,21 @@ import numpy as _np
 from . import _voxstream as _vs
 from . import _DTYPES, _dtype_name, default_streams
 
-__all__ = ["stream_process", "SlabInfo"]
+__all__ = ["stream_process", "SlabInfo", "probe", "slab_ranges"]
 
 SlabInfo = _vs.SlabInfo
+
+
+def probe(path) -> dict:
+    """What a volume file holds, without reading its voxels: shape (z, y, x), dtype, spacing,
+    origin, format, compressed, detached. The format is recognised by content."""
+    return _vs.probe(os.fspath(path))
+
+
+def slab_ranges(slices, slab_depth, ramp=True):
+    """The output slices [z0, z1) of each slab that stream_process cuts ``slices`` slices into
+    for ``slab_depth`` (the depth it uses, see its report) and ``ramp``."""
+    return _vs.slab_ranges(int(slices), int(slab_depth), bool(ramp))
 
 
 def _array_endpoint(a, what, writable):
