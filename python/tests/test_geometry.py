@@ -173,3 +173,14 @@ def test_histogram_percentiles():
     assert h.percentile(50) == got[2]
     with pytest.raises(ValueError):
         h.percentile(101)
+
+
+def test_2d_arrays_keep_their_axes():
+    ndi = pytest.importorskip("scipy.ndimage")
+    a = random_array((9, 11), "float64", 13)
+    z = vs.zoom(a, 1.5)
+    assert z.shape == (1,) + ndi.zoom(a, 1.5, order=1).shape
+    np.testing.assert_allclose(np.asarray(z)[0], ndi.zoom(a, 1.5, order=1, mode="nearest"))
+    assert vs.downsample_mean(a, 2).shape == (1, 4, 5)
+    assert np.array_equal(np.asarray(vs.pad(a, 2, "edge"))[0], np.pad(a, 2, "edge"))
+    assert np.array_equal(np.asarray(vs.pad(a, (1, 3)))[0], np.pad(a, (1, 3)))

@@ -30,6 +30,19 @@ def _zyx(value, name, n=3):
     return t
 
 
+def _lead(x):
+    """Leading axes of length 1 that a 1D or 2D array gains as a volume (0 for volumes)."""
+    return 3 - int(getattr(x, "ndim", 3))
+
+
+def _per_axis(value, x, cast):
+    """A scalar for each of the input's own axes (the added leading ones get 1)."""
+    if isinstance(value, numbers.Number):
+        k = _lead(x)
+        return (cast(1),) * k + (cast(value),) * (3 - k)
+    return value
+
+
 def _shape_of(x):
     s = tuple(x.shape)
     return (1,) * (3 - len(s)) + s
@@ -69,7 +82,7 @@ def zoom(input, zoom, out=None, order=1, mode="nearest", grid_mode=False, *,  # 
     if o is not None:
         new = o.shape
     else:
-        z = (float(zoom),) * 3 if isinstance(zoom, numbers.Number) else tuple(map(float, zoom))
+        z = tuple(map(float, _per_axis(zoom, input, float)))
         if len(z) == 2:
             z = (1.0,) + z
         if len(z) != 3:
@@ -86,7 +99,7 @@ def downsample_mean(input, factors, out=None, keep_partial=False, *, streams=Non
     c = _Call(streams)
     v = c.input(input)
     o = c.output(out)
-    f = _zyx(factors, "factors")
+    f = _zyx(_per_axis(factors, input, int), "factors")
     return c.done(_vs.downsample_mean(v, f[::-1], bool(keep_partial), out=o), out)
 
 
@@ -151,6 +164,9 @@ def pad(input, pad_width, mode="constant", constant_values=0, out=None, *,  # no
                          "symmetric, wrap)")
     if not isinstance(constant_values, numbers.Number):
         raise ValueError("voxstream.pad: constant_values must be one number")
+    if _lead(input) and _np.ndim(pad_width) <= 1:  # numpy pads only the array's own axes
+        pw = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64).reshape(-1), (2,))
+        pad_width = [(0, 0)] * _lead(input) + [tuple(pw)] * (3 - _lead(input))
     before, after = _pad_widths(pad_width)
     return _unary(_vs.pad, input, out, before, after, _PAD_MODES[mode], float(constant_values),
                   streams=streams)
