@@ -245,3 +245,7 @@ def test_structure_recognition_and_errors():
     assert (out == 7).all()
     with pytest.raises(ValueError, match="out has dtype int32, expected uint8"):
         vs.binary_dilation(m, out=np.zeros(SHAPE, np.int32))
+    b = np.zeros(SHAPE, bool)  # scipy's output=bool array: written in place
+    assert vs.binary_dilation(m, out=b) is b
+    assert np.array_equal(b, ndi.binary_dilation(m))
+    assert vs.binary_fill_holes(m, out=b) is b and np.array_equal(b, ndi.binary_fill_holes(m))

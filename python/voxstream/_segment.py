@@ -32,6 +32,13 @@ def _mask(c, x):
     return c.input(x)
 
 
+def _mask_out(c, out):
+    """An out= argument; a boolean array is written as uint8 0 / 1 in place (valid bools)."""
+    if isinstance(out, _np.ndarray) and out.dtype == _np.bool_:
+        out = out.view(_np.uint8)
+    return c.output(out)
+
+
 # --- connectivity ------------------------------------------------------------------------------
 def _offsets_structure(order):
     """scipy.ndimage.generate_binary_structure(3, order) as a bool array."""
@@ -96,7 +103,7 @@ def binary_fill_holes(input, structure=None, out=None, *, connectivity=None,  # 
     conn = _connectivity("binary_fill_holes", structure, connectivity)
     c = _Call(streams)
     v = _mask(c, input)
-    o = c.output(out)
+    o = _mask_out(c, out)
     return c.done(_vs.binary_fill_holes(v, conn, out=o), out)
 
 
@@ -257,7 +264,7 @@ def remove_small_objects(ar, min_size=64, connectivity=6, *, out=None, num_label
         o = c.output(out)
         return c.done(_vs.remove_small_objects(labels, n, int(min_size), out=o), out)
     kept = _vs.remove_small_objects(labels, n, int(min_size), out=labels)
-    o = c.output(out)
+    o = _mask_out(c, out)
     return c.done(_vs.threshold(kept, 0.0, out=o), out)
 
 
@@ -267,7 +274,7 @@ def keep_largest(ar, num_labels=None, out=None, *, connectivity=6, streams=None)
     c = _Call(streams)
     labels, n, _ = _labels_of(c, ar, connectivity, "keep_largest")
     n = _num_labels(labels, n if n is not None else num_labels)
-    o = c.output(out)
+    o = _mask_out(c, out)
     return c.done(_vs.keep_largest(labels, n, out=o), out)
 
 
@@ -407,7 +414,7 @@ def _binary(which, input, structure, iterations, out, border_value, streams):  #
     kind, dims, size, radius = se._native()
     c = _Call(streams)
     v = _mask(c, input)
-    o = c.output(out)
+    o = _mask_out(c, out)
     r = _vs.binary_morphology(which, v, kind, dims, size, radius, int(iterations),
                               bool(border_value), out=o)
     return c.done(r, out)
