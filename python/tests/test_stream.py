@@ -83,21 +83,29 @@ class Boom(Exception):
     pass
 
 
-def test_callback_exception_propagates_and_cleans_up(tmp_path, streams):
+@pytest.mark.parametrize("fail_at", [0, 1])
+def test_callback_exception_propagates_and_cleans_up(tmp_path, streams, fail_at):
     a = random_array(SHAPE, "float32", 4)
     dst = tmp_path / "never.nrrd"
     calls = []
 
     def pipe(s, x, y, info):
         calls.append(info.index)
-        if info.index == 1:
-            raise Boom("slab 1")
+        if info.index == fail_at:
+            raise Boom(f"slab {fail_at}")
         vs.copy(x, out=y)
 
-    with pytest.raises(Boom, match="slab 1"):
+    with pytest.raises(Boom, match=f"slab {fail_at}"):
         vs.stream_process(a, dst, pipe, slab=5, streams=streams)
-    assert calls == [0, 1]
+    assert calls == list(range(fail_at + 1))
     assert not dst.exists() and os.listdir(tmp_path) == []  # no partial or temporary file
+
+    def stop(done, total):
+        raise Boom("progress")
+
+    with pytest.raises(Boom, match="progress"):
+        vs.stream_process(a, dst, gauss, slab=5, streams=streams, progress=stop)
+    assert os.listdir(tmp_path) == []
 
     def bad_op(s, x, y, info):
         vs.copy(x, out=vs.zeros(x.shape, "float64"))  # dtype mismatch: ValueError from C++
