@@ -66,7 +66,8 @@ def stream_process(source, sink, callback, slab=64, halo=0, *, dtype=None, strea
     halo_lo, halo_hi). Call voxstream ops on them with ``out=`` (they are ordered after the
     slab's upload and before its download on the device, with no host wait). The two Volumes
     are the run's own buffers: they are valid only during the call (afterwards they are
-    empty). A pipeline of filters whose z radii sum to at most ``halo`` gives exactly the
+    empty), and ``in_slab`` must not be written (the next slab copies its overlapping slices
+    from it; C++ pipelines get it as const). A pipeline of filters whose z radii sum to at most ``halo`` gives exactly the
     whole-volume result. An exception raised by the callback (or an op it calls) stops the run:
     the copies in flight drain, a file sink is removed, and the exception propagates.
 
