@@ -163,7 +163,7 @@ def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0):
     stream's slab, with numpy views for the accesses (read accesses read-only), z for
     slice_index and the scalars as given; grid, block and shared_mem are checked, not used.
     """
-    from . import _Call, backend, default_streams  # noqa: PLC0415 (the package imports us)
+    from . import Volume, _Call, backend, default_streams  # noqa: PLC0415 (the package imports us)
 
     if not isinstance(args, (list, tuple)):
         raise TypeError("voxstream.launch_per_slice: args is a list or tuple of arguments")
@@ -186,6 +186,8 @@ def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0):
 
 
 def _launch(call, kernel, handle, g, b, smem, args, backend, default_streams):
+    from . import Volume  # noqa: PLC0415
+
     accesses, acc_ids, params = [], {}, []
     resolved = {}  # id(Access) -> its Volume
 
@@ -203,7 +205,13 @@ def _launch(call, kernel, handle, g, b, smem, args, backend, default_streams):
             accesses.append((volume_of(a), a.mode, a.halo, a.whole))
         return acc_ids[id(a)]
 
-    # Volumes first, so that the set is that of the first Volume among them.
+    # The set: streams=, else that of the first Volume among the accesses, else the default.
+    if call.streams is None:
+        for x in args:
+            a = x.access if isinstance(x, SlicePtr) else x
+            if isinstance(a, Access) and isinstance(a.target, Volume):
+                call.streams = a.target.streams
+                break
     for x in args:
         a = x.access if isinstance(x, SlicePtr) else x
         if isinstance(a, Access):
