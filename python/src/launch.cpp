@@ -15,6 +15,7 @@
 #include "common.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -28,6 +29,7 @@
 #include <voxstream/exec/grid.hpp>
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/exec/occupancy.hpp>
+#include <voxstream/ops/elementwise.hpp>
 
 #if VOX_BACKEND_CUDA
 #include <cuda.h>
@@ -310,6 +312,40 @@ vox::occupancy_report occupancy(std::uintptr_t kernel, xyz grid, xyz block, std:
 #endif
 }
 
+/// _testing.enqueue_loop: the host time of one enqueue of op `op` ("fill": out = 1; "copy":
+/// out = in; "add": out = in + 1) called `n` times in a C++ loop, in µs per call (steady clock,
+/// without the GIL; the set is synchronised before, not after). What bench/python_overhead.py
+/// sets the same calls from Python against.
+double enqueue_loop(const std::string& op, Volume& in, Volume& out, std::size_t n) {
+  VOX_EXPECTS(op == "fill" || op == "copy" || op == "add", "_testing.enqueue_loop",
+              "op is fill, copy or add");
+  VOX_EXPECTS(n > 0, "_testing.enqueue_loop", "n must be positive");
+  VOX_EXPECTS(in.dtype() == out.dtype() && in.extent() == out.extent(), "_testing.enqueue_loop",
+              "in and out must have the same dtype and shape");
+  nb::gil_scoped_release nogil;
+  return std::visit(
+      [&](auto& a) -> double {
+        using T = typename std::decay_t<decltype(a)>::value_type;
+        auto& b = std::get<vox::volume<T>>(out.v);
+        vox::stream_set& set = *in.set;
+        set.synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (std::size_t i = 0; i < n; ++i) {
+          if (op == "fill") {
+            vox::fill(set, b, T{1});
+          } else if (op == "copy") {
+            vox::copy(set, static_cast<const vox::volume<T>&>(a), b);
+          } else {
+            vox::add(set, static_cast<const vox::volume<T>&>(a), 1.0, b);
+          }
+        }
+        const auto t1 = std::chrono::steady_clock::now();
+        return std::chrono::duration<double, std::micro>(t1 - t0).count() /
+               static_cast<double>(n);
+      },
+      in.v);
+}
+
 }  // namespace
 
 void bind_launch(nb::module_& m) {
@@ -339,6 +375,11 @@ void bind_launch(nb::module_& m) {
   m.def("_occupancy_report", &vox::make_occupancy_report, nb::arg("blocks_per_sm"),
         nb::arg("sm_count"), nb::arg("blocks_per_launch"), nb::arg("max_resident_kernels") = 128,
         "An occupancy report from given numbers (pure; for tests and the host backend).");
+
+  // bind_testing ran first (module.cpp): the C++ loop of bench/python_overhead.py.
+  nb::module_ t = nb::borrow<nb::module_>(m.attr("_testing"));
+  t.def("enqueue_loop", &enqueue_loop, nb::arg("op"), nb::arg("input"), nb::arg("out"),
+        nb::arg("n"));
 }
 
 }  // namespace voxpy
