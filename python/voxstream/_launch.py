@@ -163,7 +163,7 @@ def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0):
     stream's slab, with numpy views for the accesses (read accesses read-only), z for
     slice_index and the scalars as given; grid, block and shared_mem are checked, not used.
     """
-    from . import Volume, _Call, backend, default_streams  # noqa: PLC0415 (the package imports us)
+    from . import _Call, backend, default_streams  # noqa: PLC0415 (the package imports us)
 
     if not isinstance(args, (list, tuple)):
         raise TypeError("voxstream.launch_per_slice: args is a list or tuple of arguments")
