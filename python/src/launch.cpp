@@ -161,6 +161,7 @@ struct layout {
   std::vector<std::size_t> offsets;
   std::vector<std::size_t> sizes;
   std::size_t bytes{0};
+  std::size_t widest{1};  ///< the widest alignment
 };
 
 layout layout_of(const std::vector<param_spec>& params, std::size_t naccess) {
@@ -190,6 +191,7 @@ layout layout_of(const std::vector<param_spec>& params, std::size_t naccess) {
         VOX_FAIL(op_name, "argument " + std::to_string(i) + " has an unknown kind");
     }
     const std::size_t off = (l.bytes + al - 1) / al * al;
+    l.widest = al > l.widest ? al : l.widest;
     l.offsets.push_back(off);
     l.sizes.push_back(size);
     l.bytes = off + size;
@@ -225,6 +227,20 @@ void pack(const std::vector<param_spec>& params, const std::vector<access_spec>&
     }
   }
 }
+
+/// What pack_all reads: the launch's parameters, accesses and layout.
+struct pack_args {
+  const std::vector<param_spec>* params;
+  const std::vector<access_spec>* acc;
+  const layout* l;
+};
+
+/// detail::pack_slices_fn for the graph path: every slice's record.
+void pack_all(const void* args, std::size_t slices, std::size_t stride, const std::size_t*,
+              unsigned char* out) {
+  const auto& a = *static_cast<const pack_args*>(args);
+  for (std::size_t z = 0; z < slices; ++z) pack(*a.params, *a.acc, *a.l, z, out + z * stride);
+}
 #endif
 
 /// voxstream._launch_per_slice: launches `kernel` once per slice of the op's extent (that of
@@ -234,7 +250,7 @@ void pack(const std::vector<param_spec>& params, const std::vector<access_spec>&
 /// slices launched.
 std::size_t launch_per_slice(StreamSet& ss, nb::object kernel, xyz grid, xyz block,
                              std::size_t smem, const std::vector<access_spec>& acc_specs,
-                             const std::vector<param_spec>& params) {
+                             const std::vector<param_spec>& params, bool graph) {
   const vox::dim3u g = dim(grid, "grid");
   const vox::dim3u b = dim(block, "block");
   VOX_EXPECTS(!acc_specs.empty(), op_name,
@@ -245,13 +261,48 @@ std::size_t launch_per_slice(StreamSet& ss, nb::object kernel, xyz grid, xyz blo
   const layout l = layout_of(params, acc_specs.size());
   vox::stream_set& set = *ss.set;
 #if VOX_BACKEND_CUDA
-  (void)b;
   const auto handle = nb::cast<std::uintptr_t>(kernel);
   VOX_EXPECTS(handle != 0, op_name, "the kernel handle is null");
   const auto f = reinterpret_cast<CUfunction>(handle);
   const driver_api& api = driver();
   check_params(f, l.sizes);
   VOX_EXPECTS(smem <= 0xffffffffu, op_name, "dynamic shared memory is too large");
+  // The graph path (opt-in): vox::launch_per_slice's cached graph of per-slice kernel nodes, on
+  // stream 0 of the set, where detail::use_slice_graph allows it (enough slices, independent
+  // slices, no capture); otherwise the direct launches below.
+  std::vector<unsigned char> sliced(acc_specs.size(), 0);
+  bool mixed = false;  // a written access passed both as a slice and as a whole pointer
+  {
+    std::vector<unsigned char> plain(acc_specs.size(), 0);
+    for (const auto& p : params) {
+      if (std::get<0>(p) == slice_pointer) sliced[std::get<1>(p)] = 1;
+      if (std::get<0>(p) == pointer) plain[std::get<1>(p)] = 1;
+    }
+    for (std::size_t i = 0; i < acc_specs.size(); ++i)
+      mixed = mixed || (sliced[i] != 0 && plain[i] != 0 && std::get<1>(acc_specs[i]) == 1);
+  }
+  if (graph && !mixed && vox::detail::use_slice_graph(set, acc, sliced, e.z)) {
+    const pack_args pa{&params, &acc_specs, &l};
+    vox::detail::slice_launch sl;
+    sl.kernel = reinterpret_cast<const void*>(f);
+    sl.driver_function = true;
+    sl.grid = g;
+    sl.block = b;
+    sl.smem = smem;
+    sl.slices = e.z;
+    sl.params = params.size();
+    sl.sizes = l.sizes.data();
+    sl.offsets = l.offsets.data();
+    sl.stride = (l.bytes + l.widest - 1) / l.widest * l.widest;
+    sl.pack = &pack_all;
+    sl.args = &pa;
+    nb::gil_scoped_release nogil;
+    vox::exec::run_op(set, op_name, std::vector<vox::slab>{vox::slab{0, 0, e.z}}, acc,
+                      [&](vox::stream_view s, const vox::slab&) {
+                        vox::detail::launch_slice_graph(set, s, sl);
+                      });
+    return e.z;
+  }
   std::vector<unsigned char> record(l.bytes == 0 ? 1 : l.bytes);
   std::vector<void*> ptrs(params.size() == 0 ? 1 : params.size());
   for (std::size_t i = 0; i < params.size(); ++i) ptrs[i] = record.data() + l.offsets[i];
@@ -271,7 +322,7 @@ std::size_t launch_per_slice(StreamSet& ss, nb::object kernel, xyz grid, xyz blo
                       });
   }
 #else
-  (void)smem, (void)g, (void)b;
+  (void)smem, (void)g, (void)b, (void)graph;
   VOX_EXPECTS(PyCallable_Check(kernel.ptr()) != 0, op_name,
               "on the host backend the kernel is a Python callable (called per slice with numpy "
               "views); CUDA kernels need the cuda backend");
@@ -369,7 +420,7 @@ void bind_launch(nb::module_& m) {
 
   m.def("_launch_per_slice", &launch_per_slice, nb::arg("streams"), nb::arg("kernel"),
         nb::arg("grid"), nb::arg("block"), nb::arg("shared_mem"), nb::arg("accesses"),
-        nb::arg("params"));
+        nb::arg("params"), nb::arg("graph") = false);
   m.def("_occupancy", &occupancy, nb::arg("kernel"), nb::arg("grid"), nb::arg("block"),
         nb::arg("shared_mem") = 0);
   m.def("_occupancy_report", &vox::make_occupancy_report, nb::arg("blocks_per_sm"),

@@ -151,7 +151,7 @@ def _value(x):
     return a.tobytes(), a.dtype.alignment
 
 
-def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0):
+def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0, *, graph=False):
     """Launches ``kernel`` once per z-slice with ``grid`` x ``block`` (CUDA order (x, y, z), an
     int or a tuple) on the slice's stream of ``streams`` (default: that of the first Volume
     argument, else the default set), ordered by the volumes' ledgers. Asynchronous. Returns the
@@ -162,6 +162,13 @@ def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0):
     ``kernel`` is a callable, called as ``kernel(*args)`` per slice in slice order within each
     stream's slab, with numpy views for the accesses (read accesses read-only), z for
     slice_index and the scalars as given; grid, block and shared_mem are checked, not used.
+
+    graph=True (cuda backend): the launches run as vox::launch_per_slice's cached CUDA graph of
+    per-slice kernel nodes (32 independent chains) on stream 0 of the set, where the C++
+    template would use it (at least 8 slices, slices independent, no capture going on);
+    otherwise, and by default, one launch per slice on the slice's stream. The set caches the
+    graph per kernel, configuration, slice count and argument layout, so the kernel object is
+    kept alive for the rest of the process once launched this way.
     """
     from . import _Call, backend, default_streams  # noqa: PLC0415 (the package imports us)
 
@@ -180,12 +187,18 @@ def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0):
                         "cuda backend)")
     call = _Call(streams)
     try:
-        return _launch(call, kernel, handle, g, b, smem, args, backend, default_streams)
+        if graph and handle is not None:
+            _graph_kernels.setdefault(handle, kernel)  # the cached graph holds its CUfunction
+        return _launch(call, kernel, handle, g, b, smem, args, backend, default_streams,
+                       bool(graph))
     finally:
         call.done(None, None)  # wrapped arrays' owner streams wait for the launches
 
 
-def _launch(call, kernel, handle, g, b, smem, args, backend, default_streams):
+_graph_kernels = {}
+
+
+def _launch(call, kernel, handle, g, b, smem, args, backend, default_streams, graph):
     from . import Volume  # noqa: PLC0415
 
     accesses, acc_ids, params = [], {}, []
@@ -232,7 +245,7 @@ def _launch(call, kernel, handle, g, b, smem, args, backend, default_streams):
     s = call.streams or default_streams()
 
     if backend == "cuda":
-        return _vs._launch_per_slice(s, handle, g, b, smem, accesses, params)
+        return _vs._launch_per_slice(s, handle, g, b, smem, accesses, params, graph)
 
     # Host backend: numpy views of the volumes (host memory), read accesses read-only.
     views = []
