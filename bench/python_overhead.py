@@ -100,10 +100,11 @@ extern "C" __global__ void touch(float* p, unsigned long long n) {
             stream = cupy.cuda.Stream(non_blocking=True)
 
             def cupy_launch():
-                k(((nvox + 255) // 256,), (256,), (x, np.uint64(nvox)), stream=stream)
+                k(((nvox + 255) // 256,), (256,), (x, np.uint64(nvox)))
 
-            cupy_launch()
-            cupy_us = batches(cupy_launch, n, stream.synchronize)
+            with stream:  # RawKernel.__call__ launches on CuPy's current stream
+                cupy_launch()
+                cupy_us = batches(cupy_launch, n, stream.synchronize)
             extra.append(("launch_per_slice", lps_us, cupy_us))
 
     print(f"{'op':<18} {'python us':>10} {'C++ us':>10} {'overhead us':>12}")

@@ -99,6 +99,34 @@ def test_launch_per_slice_raw_kernel(streams, kernels):
     assert np.array_equal(v.to_numpy(), reference(a, -1.0))
 
 
+def test_launch_per_slice_graph(kernels):
+    # graph=True: the set's cached graph of per-slice nodes, built once, then updated.
+    per_slice, _ = kernels
+    s = vs.StreamSet(4)
+    a = random_array((40, 24, 40), "float32", 6)
+    x = cupy.asarray(a)
+    nz, ny, nx = a.shape
+    outs = [vs.zeros(a.shape, "float32", s) for _ in range(2)]
+    for rep in range(3):
+        for out, f in zip(outs, (2.0, 0.5)):
+            vs.fill(out, np.nan)
+            n = vs.launch_per_slice(per_slice, ((nx + 15) // 16, (ny + 15) // 16), (16, 16),
+                                    [vs.slice_ptr(vs.read_access(x)),
+                                     vs.slice_ptr(vs.write_access(out)), np.uint64(nx),
+                                     np.uint64(ny), vs.slice_index, np.float32(f)],
+                                    streams=s, graph=True)
+            assert n == nz
+            assert np.array_equal(out.to_numpy(), reference(a, f)), (rep, f)
+    # Fewer than 8 slices: the direct launches, same result.
+    small = cupy.asarray(a[:4])
+    out = cupy.empty_like(small)
+    vs.launch_per_slice(per_slice, ((nx + 15) // 16, (ny + 15) // 16), (16, 16),
+                        [vs.slice_ptr(vs.read_access(small)), vs.slice_ptr(vs.write_access(out)),
+                         np.uint64(nx), np.uint64(ny), vs.slice_index, np.float32(2.0)],
+                        streams=s, graph=True)
+    assert np.array_equal(cupy.asnumpy(out), reference(a[:4], 2.0))
+
+
 def test_launch_checks_the_kernels_parameters(streams, kernels):
     per_slice, _ = kernels
     x = cupy.zeros((4, 8, 8), np.float32)

@@ -113,9 +113,9 @@ def run_cupy(cupy, kernel, n, grid, nstreams, host_in):
         cupy.cuda.get_current_stream().synchronize()
         timer.begin(streams)
         for z in range(SLICES):
-            kernel((grid, grid), (32, 32),
-                   (x, out, np.uint64(n), np.uint64(n), np.uint64(z), np.int32(ITERATIONS)),
-                   stream=streams[z % nstreams])
+            with streams[z % nstreams]:  # (RawKernel.__call__ launches on the current stream)
+                kernel((grid, grid), (32, 32),
+                       (x, out, np.uint64(n), np.uint64(n), np.uint64(z), np.int32(ITERATIONS)))
         timer.end(streams)
         elapsed = timer.elapsed_ms()
         ok = exact(host_in, cupy.asnumpy(out), f"CuPy, {nstreams} stream(s)", r) and ok
@@ -125,7 +125,7 @@ def run_cupy(cupy, kernel, n, grid, nstreams, host_in):
 
 
 # ------------------------------------------------------------------ voxstream
-def run_vox(cupy, vs, kernel, n, grid, nstreams, host_in):
+def run_vox(cupy, vs, kernel, n, grid, nstreams, host_in, graph=False):
     import numpy as np  # noqa: PLC0415
 
     s = vs.StreamSet(nstreams)
@@ -142,11 +142,13 @@ def run_vox(cupy, vs, kernel, n, grid, nstreams, host_in):
         # The seed in voxstream: one call; the ledger orders it after the fill, by events.
         vs.launch_per_slice(kernel, (grid, grid), (32, 32),
                             [vs.read_access(vin), vs.write_access(vout), np.uint64(n),
-                             np.uint64(n), vs.slice_index, np.int32(ITERATIONS)], streams=s)
+                             np.uint64(n), vs.slice_index, np.int32(ITERATIONS)], streams=s,
+                            graph=graph)
         t1 = time.perf_counter()
         timer.end(work)
         elapsed = timer.elapsed_ms()
-        ok = exact(host_in, vout.to_numpy(), f"voxstream, {nstreams} stream(s)", r) and ok
+        what = f"voxstream, {nstreams} stream(s)" + (", graph" if graph else "")
+        ok = exact(host_in, vout.to_numpy(), what, r) and ok
         if r >= 0:
             ms.append(elapsed)
             enqueue_us.append((t1 - t0) * 1e6)
@@ -166,9 +168,9 @@ def timeline_of(vs, cupy, kernel, case, n, grid, host_in, out_dir):
     with vs.profile.timeline(path + ".json", svg=path + ".svg",
                              title=f"seed {case}: CuPy, 32 streams") as t:
         for z in range(SLICES):
-            kernel((grid, grid), (32, 32),
-                   (x, out, np.uint64(n), np.uint64(n), np.uint64(z), np.int32(ITERATIONS)),
-                   stream=streams[z % SLICES])
+            with streams[z % SLICES]:
+                kernel((grid, grid), (32, 32),
+                       (x, out, np.uint64(n), np.uint64(n), np.uint64(z), np.int32(ITERATIONS)))
     stats["cupy"] = t.stats()
     s = vs.StreamSet(SLICES)
     vin = vs.asvolume(x, s)
@@ -219,6 +221,7 @@ def main(argv=None):
 
     ok = True
     rows = []
+    graphs = []
     for case, n, grid in CASES:
         rng = np.random.default_rng(1234 + n)
         host_in = rng.uniform(-1.0, 1.0, size=(SLICES, n, n)).astype(np.float32)
@@ -226,7 +229,10 @@ def main(argv=None):
         c32, o2 = run_cupy(cupy, kernel, n, grid, SLICES, host_in)
         v1, e1, o3 = run_vox(cupy, vs, kernel, n, grid, 1, host_in)
         v32, e32, o4 = run_vox(cupy, vs, kernel, n, grid, SLICES, host_in)
-        ok = ok and o1 and o2 and o3 and o4
+        # launch_per_slice(graph=True): the set's cached graph of 32 per-slice nodes.
+        vg, eg, o5 = run_vox(cupy, vs, kernel, n, grid, 1, host_in, graph=True)
+        graphs.append((vg, eg))
+        ok = ok and o1 and o2 and o3 and o4 and o5
         occ = vs.occupancy(kernel, (grid, grid), (32, 32))
         tl = timeline_of(vs, cupy, kernel, case, n, grid, host_in, args.out)
         rows.append((case, grid, c1, c32, v1, v32, e1, e32, occ, tl))
@@ -241,7 +247,11 @@ def main(argv=None):
         best_c, best_v = min(c1[0], c32[0]), min(v1[0], v32[0])
         print(f"{case:<10} {f'{grid}x{grid}':<6} {cell(c1):<21} {cell(c32):<21} {cell(v1):<21} "
               f"{cell(v32):<21} {v1[0] / v32[0]:8.2f}x {100 * (best_v - best_c) / best_c:+7.2f}%")
-    print("(vox vs CuPy: best of 1 and 32 streams each, + means voxstream is slower)\n")
+    print("(vox vs CuPy: best of 1 and 32 streams each, + means voxstream is slower)")
+    print("launch_per_slice(graph=True) (the set's cached graph; one set of 1 stream):")
+    for (case, _, c1, *_), (vg, _) in zip(rows, graphs):
+        print(f"  {case:<10} {cell(vg):<21} {c1[0] / vg[0]:8.2f}x over CuPy on 1 stream")
+    print()
     print("why (voxstream.occupancy):")
     for case, *_, occ, _ in rows:
         print(f"  {case:<10} {occ}")
@@ -251,7 +261,7 @@ def main(argv=None):
         print(f"  {'':<10} vox:  {tl['vox'].summary()}")
     print()
 
-    for case, grid, c1, c32, v1, v32, e1, e32, occ, tl in rows:
+    for (case, grid, c1, c32, v1, v32, e1, e32, occ, tl), (vg, eg) in zip(rows, graphs):
         best_c, best_v = min(c1[0], c32[0]), min(v1[0], v32[0])
         result(case, "cupy1_min_ms", c1[0])
         result(case, "cupy1_median_ms", c1[1])
@@ -266,6 +276,9 @@ def main(argv=None):
         result(case, "vox_vs_cupy_pct", 100 * (best_v - best_c) / best_c)
         result(case, "vox1_enqueue_us", e1)
         result(case, "vox32_enqueue_us", e32)
+        result(case, "vox_graph_min_ms", vg[0])
+        result(case, "vox_graph_speedup_over_cupy1", c1[0] / vg[0])
+        result(case, "vox_graph_enqueue_us", eg)
         result(case, "blocks_per_launch", occ.blocks_per_launch)
         result(case, "resident_blocks", occ.resident_blocks)
         result(case, "concurrent_launches", occ.concurrent_launches)
