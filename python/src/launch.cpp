@@ -55,6 +55,22 @@ using param_spec = std::tuple<int, std::size_t, nb::bytes, std::size_t>;
 
 enum param_kind : int { value = 0, pointer = 1, slice_pointer = 2, slice_index = 3 };
 
+/// A param_spec copied out of its Python objects, usable without the GIL.
+struct param {
+  int kind{value};
+  std::size_t index{0};
+  std::string bytes;
+  std::size_t align{1};
+};
+
+std::vector<param> params_of(const std::vector<param_spec>& specs) {
+  std::vector<param> v;
+  v.reserve(specs.size());
+  for (const auto& [kind, index, bytes, align] : specs)
+    v.push_back(param{kind, index, std::string(bytes.c_str(), bytes.size()), align});
+  return v;
+}
+
 vox::dim3u dim(const xyz& d, const char* what) {
   const vox::dim3u r{std::get<0>(d), std::get<1>(d), std::get<2>(d)};
   VOX_EXPECTS(r.x >= 1 && r.y >= 1 && r.z >= 1, op_name,
@@ -164,7 +180,7 @@ struct layout {
   std::size_t widest{1};  ///< the widest alignment
 };
 
-layout layout_of(const std::vector<param_spec>& params, std::size_t naccess) {
+layout layout_of(const std::vector<param>& params, std::size_t naccess) {
   layout l;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [kind, index, bytes, align] = params[i];
@@ -201,14 +217,14 @@ layout layout_of(const std::vector<param_spec>& params, std::size_t naccess) {
 
 #if VOX_BACKEND_CUDA
 /// Writes slice z's parameter values into `record` (l.bytes long).
-void pack(const std::vector<param_spec>& params, const std::vector<access_spec>& acc,
+void pack(const std::vector<param>& params, const std::vector<access_spec>& acc,
           const layout& l, std::size_t z, unsigned char* record) {
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [kind, index, bytes, align] = params[i];
     (void)align;
     unsigned char* to = record + l.offsets[i];
     if (kind == value) {
-      std::memcpy(to, bytes.c_str(), bytes.size());
+      std::memcpy(to, bytes.data(), bytes.size());
     } else if (kind == slice_index) {
       if (bytes.size() == 4) {
         const auto v = static_cast<std::uint32_t>(z);
@@ -230,7 +246,7 @@ void pack(const std::vector<param_spec>& params, const std::vector<access_spec>&
 
 /// What pack_all reads: the launch's parameters, accesses and layout.
 struct pack_args {
-  const std::vector<param_spec>* params;
+  const std::vector<param>* params;
   const std::vector<access_spec>* acc;
   const layout* l;
 };
@@ -250,7 +266,8 @@ void pack_all(const void* args, std::size_t slices, std::size_t stride, const st
 /// slices launched.
 std::size_t launch_per_slice(StreamSet& ss, nb::object kernel, xyz grid, xyz block,
                              std::size_t smem, const std::vector<access_spec>& acc_specs,
-                             const std::vector<param_spec>& params, bool graph) {
+                             const std::vector<param_spec>& param_specs, bool graph) {
+  const std::vector<param> params = params_of(param_specs);
   const vox::dim3u g = dim(grid, "grid");
   const vox::dim3u b = dim(block, "block");
   VOX_EXPECTS(!acc_specs.empty(), op_name,
@@ -275,8 +292,8 @@ std::size_t launch_per_slice(StreamSet& ss, nb::object kernel, xyz grid, xyz blo
   {
     std::vector<unsigned char> plain(acc_specs.size(), 0);
     for (const auto& p : params) {
-      if (std::get<0>(p) == slice_pointer) sliced[std::get<1>(p)] = 1;
-      if (std::get<0>(p) == pointer) plain[std::get<1>(p)] = 1;
+      if (p.kind == slice_pointer) sliced[p.index] = 1;
+      if (p.kind == pointer) plain[p.index] = 1;
     }
     for (std::size_t i = 0; i < acc_specs.size(); ++i)
       mixed = mixed || (sliced[i] != 0 && plain[i] != 0 && std::get<1>(acc_specs[i]) == 1);
