@@ -451,6 +451,10 @@ vox::dtype parse_dtype(const std::string& name) {
                             "float64)");
 }
 
+// Launching user kernels and occupancy (launch.cpp); the profiling layer (profile.cpp).
+void bind_launch(nb::module_& m);
+void bind_profile(nb::module_& m);
+
 }  // namespace voxpy
 
 NB_MODULE(_voxstream, m) {
@@ -578,4 +582,6 @@ NB_MODULE(_voxstream, m) {
   bind_segment(m);
   bind_geometry(m);
   bind_stream(m);
+  bind_launch(m);
+  bind_profile(m);
 }

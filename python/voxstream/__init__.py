@@ -492,3 +492,17 @@ from ._segment import *  # noqa: E402,F401,F403
 from ._stream import *  # noqa: E402,F401,F403
 
 __all__ += _segment.__all__ + _geometry.__all__ + _stream.__all__
+
+# --- user kernels per slice, occupancy, profiling (python/voxstream/_launch.py, profile.py) ---
+from . import profile  # noqa: E402
+from ._launch import (  # noqa: E402
+    launch_per_slice, occupancy, occupancy_report, read_access, read_all, slice_index,
+    slice_index32, slice_ptr, write_access, write_all,
+)
+from ._voxstream import OccupancyReport  # noqa: E402
+
+__all__ += [
+    "profile", "launch_per_slice", "occupancy", "occupancy_report", "OccupancyReport",
+    "read_access", "write_access", "read_all", "write_all", "slice_ptr", "slice_index",
+    "slice_index32",
+]

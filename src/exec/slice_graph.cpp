@@ -15,6 +15,9 @@
 #include "../detail/cuda_check.hpp"
 
 #if VOX_BACKEND_CUDA
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include "capture_flag.hpp"
 #endif
 
@@ -40,6 +43,7 @@ struct slice_graph_cache::entry {
   // Key: what the executable graph's nodes fix (kernel, configuration, node count) and the
   // layout of a slice's packed arguments.
   const void* kernel{nullptr};
+  bool driver_function{false};
   dim3u grid{};
   dim3u block{};
   std::size_t smem{0};
@@ -64,7 +68,7 @@ struct slice_graph_cache::entry {
   }
 
   [[nodiscard]] bool matches(const detail::slice_launch& l) const noexcept {
-    if (kernel != l.kernel || !(grid == l.grid) || !(block == l.block) || smem != l.smem ||
+    if (kernel != l.kernel || driver_function != l.driver_function || !(grid == l.grid) || !(block == l.block) || smem != l.smem ||
         slices != l.slices || stride != l.stride || sizes.size() != l.params)
       return false;
     for (std::size_t i = 0; i < l.params; ++i)
@@ -88,6 +92,84 @@ cudaKernelNodeParams node_params(const detail::slice_launch& l, void** params) {
   return p;
 }
 
+// Kernel nodes of a CUfunction (slice_launch::driver_function): the driver's calls, found
+// through the runtime so that the library does not link libcuda. cudaGraph_t, cudaGraphNode_t
+// and cudaGraphExec_t are the driver's CUgraph, CUgraphNode and CUgraphExec.
+struct driver_graph_api {
+  PFN_cuGraphAddKernelNode_v12000 add{nullptr};
+  PFN_cuGraphExecKernelNodeSetParams_v12000 set{nullptr};
+};
+
+const driver_graph_api& driver_graph() {
+  static const driver_graph_api api = [] {
+    driver_graph_api a;
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuGraphAddKernelNode", &p, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      a.add = reinterpret_cast<PFN_cuGraphAddKernelNode_v12000>(p);
+    p = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuGraphExecKernelNodeSetParams", &p, 12000,
+                                         cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      a.set = reinterpret_cast<PFN_cuGraphExecKernelNodeSetParams_v12000>(p);
+    (void)cudaGetLastError();
+    return a;
+  }();
+  VOX_EXPECTS(api.add != nullptr && api.set != nullptr, op_name,
+              "the CUDA driver's graph kernel node calls could not be found (driver too old?)");
+  return api;
+}
+
+CUDA_KERNEL_NODE_PARAMS driver_node_params(const detail::slice_launch& l, void** params) {
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = static_cast<CUfunction>(const_cast<void*>(l.kernel));
+  p.gridDimX = l.grid.x;
+  p.gridDimY = l.grid.y;
+  p.gridDimZ = l.grid.z;
+  p.blockDimX = l.block.x;
+  p.blockDimY = l.block.y;
+  p.blockDimZ = l.block.z;
+  p.sharedMemBytes = static_cast<unsigned int>(l.smem);
+  p.kernelParams = params;
+  p.extra = nullptr;
+  p.kern = nullptr;
+  p.ctx = nullptr;
+  return p;
+}
+
+void driver_check(CUresult r, const char* call) {
+  if (r != CUDA_SUCCESS)
+    throw vox::error(std::string(op_name) + ": " + call + " failed (CUresult " +
+                     std::to_string(static_cast<int>(r)) + ")");
+}
+
+// Adds slice z's kernel node after `dep` (or none).
+void add_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dep,
+              const detail::slice_launch& l, void** params) {
+  if (l.driver_function) {
+    const CUDA_KERNEL_NODE_PARAMS p = driver_node_params(l, params);
+    driver_check(driver_graph().add(node, graph, dep, dep != nullptr ? 1 : 0, &p),
+                 "cuGraphAddKernelNode");
+    return;
+  }
+  const cudaKernelNodeParams p = node_params(l, params);
+  VOX_CUDA_TRY(cudaGraphAddKernelNode(node, graph, dep, dep != nullptr ? 1 : 0, &p), op_name);
+}
+
+// Gives node `node` of `exec` new arguments.
+void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, const detail::slice_launch& l,
+              void** params) {
+  if (l.driver_function) {
+    const CUDA_KERNEL_NODE_PARAMS p = driver_node_params(l, params);
+    driver_check(driver_graph().set(exec, node, &p), "cuGraphExecKernelNodeSetParams");
+    return;
+  }
+  const cudaKernelNodeParams p = node_params(l, params);
+  VOX_CUDA_TRY(cudaGraphExecKernelNodeSetParams(exec, node, &p), op_name);
+}
+
 // Points params[i] at parameter i of the record at `record`.
 void point_at(std::vector<void*>& params, const detail::slice_launch& l, unsigned char* record) {
   for (std::size_t i = 0; i < l.params; ++i) params[i] = record + l.offsets[i];
@@ -104,6 +186,7 @@ slice_graph_cache::entry* slice_graph_cache::find_(const detail::slice_launch& l
 slice_graph_cache::entry& slice_graph_cache::build_(const detail::slice_launch& l) {
   auto e = std::make_unique<entry>();
   e->kernel = l.kernel;
+  e->driver_function = l.driver_function;
   e->grid = l.grid;
   e->block = l.block;
   e->smem = l.smem;
@@ -120,10 +203,8 @@ slice_graph_cache::entry& slice_graph_cache::build_(const detail::slice_launch& 
   const std::size_t chains = std::min(l.slices, slice_graph_chains);
   for (std::size_t z = 0; z < l.slices; ++z) {
     point_at(params_, l, scratch_.data() + z * l.stride);
-    const cudaKernelNodeParams p = node_params(l, params_.data());
     const cudaGraphNode_t* dep = z >= chains ? &e->nodes[z - chains] : nullptr;
-    VOX_CUDA_TRY(cudaGraphAddKernelNode(&e->nodes[z], e->graph, dep, dep != nullptr ? 1 : 0, &p),
-                 op_name);
+    add_node(&e->nodes[z], e->graph, dep, l, params_.data());
   }
   VOX_CUDA_TRY(cudaGraphInstantiate(&e->exec, e->graph, 0), op_name);
 
@@ -146,9 +227,8 @@ void slice_graph_cache::update_(entry& e, const detail::slice_launch& l) {
     unsigned char* now = scratch_.data() + z * l.stride;
     if (std::memcmp(now, e.bytes.data() + z * l.stride, l.stride) == 0) continue;
     point_at(params_, l, now);
-    const cudaKernelNodeParams p = node_params(l, params_.data());
     // Only later launches see the new arguments; one already enqueued keeps the old ones.
-    VOX_CUDA_TRY(cudaGraphExecKernelNodeSetParams(e.exec, e.nodes[z], &p), op_name);
+    set_node(e.exec, e.nodes[z], l, params_.data());
     ++changed;
   }
   e.bytes.swap(scratch_);

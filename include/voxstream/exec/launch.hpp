@@ -229,6 +229,10 @@ using pack_slices_fn = void (*)(const void* args, std::size_t slices, std::size_
 ///        a slice's packed arguments, and the function that packs them.
 struct slice_launch {
   const void* kernel{nullptr};
+  /// `kernel` is a CUfunction (driver API: a module's function, e.g. a cupy.RawKernel's, which
+  /// the runtime cannot launch), not a runtime symbol or cudaKernel_t: the graph's kernel nodes
+  /// are then made with the driver's calls (the Python binding's launch_per_slice).
+  bool driver_function{false};
   dim3u grid{};
   dim3u block{};
   std::size_t smem{0};
