@@ -134,12 +134,30 @@ struct pending_release {
 std::mutex g_pending_mutex;
 std::deque<pending_release> g_pending;
 
+/// Whether the work before `e` has completed, without ever disturbing a stream capture: the
+/// query runs in relaxed capture mode (a query is not an unsafe call for this thread's capture),
+/// and any error (an event recorded inside a capture cannot be queried) counts as "not yet", so
+/// the release waits for a later drain or StreamSet.synchronize().
+bool release_ready(vox::native_event e) {
+#if VOX_BACKEND_CUDA
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  const cudaError_t r = cudaEventQuery(e);
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  if (r != cudaSuccess) (void)cudaGetLastError();  // not ready (or not queryable): not an error
+  return r == cudaSuccess;
+#else
+  (void)e;
+  return true;
+#endif
+}
+
 void drain_pending(bool all_complete) {
   std::vector<std::function<void()>> ready;
   {
     std::lock_guard<std::mutex> lk(g_pending_mutex);
     for (auto it = g_pending.begin(); it != g_pending.end();) {
-      if (all_complete || vox::detail::event_done(it->done->value(), "voxstream (python)")) {
+      if (all_complete || release_ready(it->done->value())) {
         ready.push_back(std::move(it->give_back));
         it = g_pending.erase(it);
       } else {
