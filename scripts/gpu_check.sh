@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # voxstream GPU check: run from anywhere in the repository on a machine with an NVIDIA GPU.
 #
-#   scripts/gpu_check.sh              build the cuda preset, run ctest, the samples, every
+#   scripts/gpu_check.sh              build the cuda preset, run ctest, the samples, the Python
+#                                     package's tests (python/gpu_test.sh), every
 #                                     benchmark (bench_core, bench_ops and its filter sweep
 #                                     side by side with CuPy, bench_ops --sets 1,32,
 #                                     bench_small_slices, bench_pdl, bench_stream), the CLI demo, and
@@ -218,6 +219,14 @@ for s in quickstart seed_streams; do
 done
 need sample:seed_timeline "$LOG_SAMPLES" "$BUILD/samples/seed_timeline" &&
   step sample:seed_timeline "$LOG_SAMPLES" 120 "$BUILD/samples/seed_timeline" "$PICS"
+# The Python package (issue 21): the extension built in the same folder, its pytest suite with
+# the CuPy tests, samples/python/seed_streams.py and bench/python_overhead.py (RESULT lines).
+# Needs python3 with numpy and nanobind (cupy, scipy, pytest where present).
+if python3 -c "import nanobind, numpy" 2>/dev/null; then
+  step python "$LOG_SAMPLES" 300 bash "$ROOT/python/gpu_test.sh" "$BUILD"
+else
+  record python SKIP 0 "(python3 lacks nanobind or numpy)"
+fi
 need bench_core "$LOG_BENCH" "$BUILD/bench/bench_core" &&
   step bench_core "$LOG_BENCH" 180 "$BUILD/bench/bench_core"
 
