@@ -40,7 +40,10 @@ const std::map<std::string, std::string>& sample_values() {
       {"gradient-magnitude", ""}, {"threshold", "4.5"},      {"clamp", "2:7"},
       {"rescale", "2:-1"},       {"normalize", "0:1"},       {"convert", "int16"},
       {"crop", "1:5,2:,:7"},     {"downsample", "2,1,2"},    {"max-projection", "x"},
-      {"min-projection", "y"},   {"mean-projection", "z"},
+      {"min-projection", "y"},   {"mean-projection", "z"},   {"label", "26"},
+      {"fill-holes", ""},        {"keep-largest", "6"},      {"remove-small", "3:18"},
+      {"edt", "1,2,0.5"},        {"binary-erosion", "ball:1"}, {"binary-dilation", ""},
+      {"binary-opening", "box:3,1,3"}, {"binary-closing", "disk:1"},
   };
   return v;
 }

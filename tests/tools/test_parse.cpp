@@ -7,6 +7,8 @@
 
 #include "cli.hpp"
 
+std::string message_of(const std::vector<std::string>& args);
+
 namespace {
 
 using vox::cli::command;
@@ -119,6 +121,60 @@ TEST(Parse, InfoMipPhantom) {
   EXPECT_EQ(p2.phantom.phantom.seed, 7u);
 }
 
+TEST(Parse, OptionalOpValues) {
+  // Left out (before another option, or last), with '=', or as the next argument.
+  const parsed_command pc = parse_args(
+      {"run", "in.nrrd", "-o", "out.nrrd", "--threshold", "0.5", "--label", "--keep-largest=26",
+       "--fill-holes", "18", "--edt", "--binary-opening=ball:2", "--binary-closing"});
+  ASSERT_EQ(pc.run.ops.size(), 7u);
+  EXPECT_EQ(pc.run.ops[1].kind, op_kind::label);
+  EXPECT_EQ(pc.run.ops[1].connectivity, 6);
+  EXPECT_EQ(pc.run.ops[2].kind, op_kind::keep_largest);
+  EXPECT_EQ(pc.run.ops[2].connectivity, 26);
+  EXPECT_EQ(pc.run.ops[3].kind, op_kind::fill_holes);
+  EXPECT_EQ(pc.run.ops[3].connectivity, 18);
+  EXPECT_EQ(pc.run.ops[4].kind, op_kind::edt);
+  EXPECT_FALSE(pc.run.ops[4].sampling_given);
+  EXPECT_EQ(pc.run.ops[5].se.kind, vox::structuring_element::shape::ball);
+  EXPECT_EQ(pc.run.ops[5].se.radius_x, 2u);
+  EXPECT_EQ(pc.run.ops[6].kind, op_kind::binary_closing);
+  EXPECT_EQ(pc.run.ops[6].se.kind, vox::structuring_element::shape::cross);
+  // Repeated, with and without values, in order; a last optional value left out does not
+  // take the input that follows it.
+  const parsed_command r = parse_args({"run", "-o", "o.nrrd", "--label", "--edt=2", "--label=26",
+                                       "--edt", "--remove-small", "10:18", "--label", "in.nrrd"});
+  EXPECT_EQ(r.run.input.path, "in.nrrd");
+  ASSERT_EQ(r.run.ops.size(), 6u);
+  EXPECT_EQ(r.run.ops[0].connectivity, 6);
+  EXPECT_EQ(r.run.ops[5].connectivity, 6);
+  EXPECT_TRUE(r.run.ops[1].sampling_given);
+  EXPECT_EQ(r.run.ops[1].sampling, (vox::vec3d{2, 2, 2}));
+  EXPECT_EQ(r.run.ops[2].connectivity, 26);
+  EXPECT_FALSE(r.run.ops[3].sampling_given);
+  EXPECT_EQ(r.run.ops[4].min_size, 10u);
+  EXPECT_EQ(r.run.ops[4].connectivity, 18);
+}
+
+TEST(Parse, Stats) {
+  const parsed_command s = parse_args({"stats", "l.nrrd"});
+  ASSERT_EQ(s.cmd, command::stats);
+  EXPECT_EQ(s.stats.labels.path, "l.nrrd");
+  EXPECT_FALSE(s.stats.values.has_value());
+  EXPECT_EQ(s.stats.connectivity, 0);  // int32 input: labels as they are
+  const parsed_command v =
+      parse_args({"stats", "m.raw", "--values", "ct.nrrd", "--connectivity", "26", "--raw-extent",
+                  "4,5,6", "--raw-type", "uint8", "--streams", "2", "--budget", "64M"});
+  ASSERT_TRUE(v.stats.values.has_value());
+  EXPECT_EQ(*v.stats.values, "ct.nrrd");
+  EXPECT_EQ(v.stats.connectivity, 26);
+  ASSERT_TRUE(v.stats.labels.raw.has_value());
+  EXPECT_EQ(v.stats.labels.raw->extent, (vox::extent3{4, 5, 6}));
+  EXPECT_EQ(v.stats.streams, 2u);
+  EXPECT_EQ(v.stats.budget, std::size_t{64} << 20);
+  EXPECT_NE(message_of({"stats", "l.nrrd", "--connectivity", "7"}).find("--connectivity: '7'"),
+            std::string::npos);
+}
+
 TEST(Parse, Rejects) {
   const std::vector<std::vector<std::string>> bad = {
       {},
@@ -149,6 +205,12 @@ TEST(Parse, Rejects) {
       {"phantom", "-o", "p.nrrd", "--noise", "-1"},
       {"phantom"},
       {"info"},
+      {"stats"},
+      {"stats", "l.nrrd", "--connectivity", "5"},
+      {"stats", "l.nrrd", "--values"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--label", "7"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--remove-small"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--binary-erosion=ball"},
   };
   for (const auto& args : bad) {
     std::string line;
