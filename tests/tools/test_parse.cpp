@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -173,6 +174,25 @@ TEST(Parse, Stats) {
   EXPECT_EQ(v.stats.budget, std::size_t{64} << 20);
   EXPECT_NE(message_of({"stats", "l.nrrd", "--connectivity", "7"}).find("--connectivity: '7'"),
             std::string::npos);
+}
+
+TEST(Stats, CsvColumnsAndNumbers) {
+  const double nan = std::nan("");
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<vox::region_row> rows(3);
+  rows[0] = {2, 0.30000000000000004, 0.15000000000000002, 0.1, 0.2, {1, 2, 3}, {4, 5, 6},
+             {1.5, 2, 3.25}};
+  rows[1] = {0, 0, nan, nan, nan, {0, 0, 0}, {0, 0, 0}, {nan, nan, nan}};  // no voxels: no line
+  rows[2] = {1, -nan, nan, inf, -inf, {7, 0, 0}, {8, 1, 1}, {7, 0, 0}};    // only NaN values
+  EXPECT_EQ(vox::cli::region_csv(rows, true),
+            "label,count,sum,mean,min,max,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
+            "1,2,0.30000000000000004,0.15000000000000002,0.1,0.2,1,2,3,4,5,6,1.5,2,3.25\n"
+            "3,1,nan,nan,inf,-inf,7,0,0,8,1,1,7,0,0\n");
+  EXPECT_EQ(vox::cli::region_csv(rows, false),
+            "label,count,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
+            "1,2,1,2,3,4,5,6,1.5,2,3.25\n"
+            "3,1,7,0,0,8,1,1,7,0,0\n");
+  EXPECT_EQ(vox::cli::region_csv({}, false), "label,count,x0,y0,z0,x1,y1,z1,cx,cy,cz\n");
 }
 
 TEST(Parse, Rejects) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <variant>
 
@@ -170,16 +171,19 @@ int cmd_phantom(const phantom_command& opt, bool quiet, std::FILE* out) {
 }
 
 std::string region_csv(const std::vector<region_row>& rows, bool values) {
+  // "nan" whatever the sign bit that the device's arithmetic left on a NaN.
+  const auto field = [](double v) { return std::isnan(v) ? std::string("nan") : num(v); };
   std::string s = values ? "label,count,sum,mean,min,max,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
                          : "label,count,x0,y0,z0,x1,y1,z1,cx,cy,cz\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const region_row& r = rows[i];
     if (r.count == 0) continue;  // a label without voxels is no region
     s += std::to_string(i + 1) + "," + std::to_string(r.count);
-    if (values) s += "," + num(r.sum) + "," + num(r.mean) + "," + num(r.min) + "," + num(r.max);
+    if (values)
+      s += "," + field(r.sum) + "," + field(r.mean) + "," + field(r.min) + "," + field(r.max);
     for (int a = 0; a < 3; ++a) s += "," + std::to_string(r.bbox_lo[a]);
     for (int a = 0; a < 3; ++a) s += "," + std::to_string(r.bbox_hi[a]);
-    for (int a = 0; a < 3; ++a) s += "," + num(r.centroid[a]);
+    for (int a = 0; a < 3; ++a) s += "," + field(r.centroid[a]);
     s += "\n";
   }
   return s;
