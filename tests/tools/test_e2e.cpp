@@ -15,9 +15,12 @@
 #include <chrono>
 #include <thread>
 #include <cmath>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -30,9 +33,13 @@
 #include <voxstream/io/host_volume.hpp>
 #include <voxstream/io/png.hpp>
 #include <voxstream/io/transfer.hpp>
+#include <voxstream/ops/distance.hpp>
 #include <voxstream/ops/elementwise.hpp>
 #include <voxstream/ops/filter.hpp>
+#include <voxstream/ops/label.hpp>
+#include <voxstream/ops/morphology.hpp>
 #include <voxstream/ops/projection.hpp>
+#include <voxstream/ops/regions.hpp>
 #include <voxstream/volume.hpp>
 
 #include "phantom.hpp"
@@ -478,6 +485,18 @@ INSTANTIATE_TEST_SUITE_P(
         chain_case{"crop_xyz_mip",
                    {"--crop", "2:15,3:,4:", "--median", "3", "--max-projection", "z"},
                    "5",
+                   0},
+        // Binary morphology streams per slab with its element's z radius (twice for opening
+        // and closing) as the halo.
+        chain_case{"binary_erosion_dilation",
+                   {"--threshold", "0.1", "--binary-erosion", "--binary-dilation=disk:2"},
+                   "2",
+                   0},
+        chain_case{"binary_opening_ball", {"--threshold", "0.1", "--binary-opening=ball:2"}, "3",
+                   0},
+        chain_case{"binary_closing_box",
+                   {"--threshold", "0.25", "--binary-closing", "box:3,3,5"},
+                   "4",
                    0}),
     [](const ::testing::TestParamInfo<chain_case>& i) { return std::string(i.param.name); });
 
@@ -682,6 +701,445 @@ TEST_F(ToolTest, MessagesAreForUsers) {
     EXPECT_EQ(first.rfind("voxstream: error: ", 0), 0u) << r.err;
     EXPECT_EQ(first.find("voxstream", 1), std::string::npos) << r.err;
   }
+}
+
+// --- segmentation (issue 20) -----------------------------------------------------------------------
+
+/// Writes `v` (x fastest) as a volume file of extent `e` with voxel size `spacing`.
+template <class T>
+void write_volume(const std::string& p, vox::extent3 e, const std::vector<T>& v,
+                  vox::vec3d spacing = {1, 1, 1}) {
+  vox::host_volume<T> h(e);
+  std::copy(v.begin(), v.end(), h.data());
+  vox::io::write_options wo;
+  wo.spacing = spacing;
+  vox::io::write(p, h, wo);
+}
+
+template <class T>
+std::vector<T> voxels_of(const vox::host_volume<T>& h) {
+  return std::vector<T>(h.data(), h.data() + h.size());
+}
+
+using offset3 = std::array<long, 3>;
+
+/// The neighbours of a voxel under connectivity 6, 18 or 26.
+std::vector<offset3> neighbours(int conn) {
+  std::vector<offset3> o;
+  for (long dz = -1; dz <= 1; ++dz)
+    for (long dy = -1; dy <= 1; ++dy)
+      for (long dx = -1; dx <= 1; ++dx) {
+        const long n = std::labs(dx) + std::labs(dy) + std::labs(dz);
+        if (n == 0 || (conn == 6 && n > 1) || (conn == 18 && n > 2)) continue;
+        o.push_back({dx, dy, dz});
+      }
+  return o;
+}
+
+/// A plain host flood fill over the voxels where `in(i)` holds, from `seeds`, under `conn`;
+/// marks reached voxels with `id` in `out`.
+template <class In>
+void flood(vox::extent3 e, In in, std::vector<std::int32_t>& out, std::deque<std::size_t> seeds,
+           std::int32_t id, int conn) {
+  const auto nb = neighbours(conn);
+  const long nx = static_cast<long>(e.x), ny = static_cast<long>(e.y), nz = static_cast<long>(e.z);
+  for (std::size_t s : seeds) out[s] = id;
+  while (!seeds.empty()) {
+    const std::size_t i = seeds.front();
+    seeds.pop_front();
+    const long x = static_cast<long>(i % e.x), y = static_cast<long>(i / e.x % e.y),
+               z = static_cast<long>(i / (e.x * e.y));
+    for (const offset3& d : nb) {
+      const long a = x + d[0], b = y + d[1], c = z + d[2];
+      if (a < 0 || b < 0 || c < 0 || a >= nx || b >= ny || c >= nz) continue;
+      const auto j = static_cast<std::size_t>((c * ny + b) * nx + a);
+      if (out[j] != 0 || !in(j)) continue;
+      out[j] = id;
+      seeds.push_back(j);
+    }
+  }
+}
+
+/// scipy.ndimage.label on the host: components of nonzero voxels, numbered by their first voxel
+/// in memory order.
+std::vector<std::int32_t> host_label(vox::extent3 e, const std::vector<std::uint8_t>& m, int conn) {
+  std::vector<std::int32_t> l(m.size(), 0);
+  std::int32_t next = 0;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m[i] != 0 && l[i] == 0) flood(e, [&](std::size_t j) { return m[j] != 0; }, l, {i}, ++next, conn);
+  return l;
+}
+
+/// The voxel count of each label 0..max.
+std::vector<std::size_t> label_counts(const std::vector<std::int32_t>& l) {
+  std::vector<std::size_t> c(static_cast<std::size_t>(*std::max_element(l.begin(), l.end())) + 1);
+  for (std::int32_t v : l) ++c[static_cast<std::size_t>(v)];
+  return c;
+}
+
+/// scipy.ndimage.binary_fill_holes on the host: background not reached from the border is filled.
+std::vector<std::uint8_t> host_fill_holes(vox::extent3 e, const std::vector<std::uint8_t>& m,
+                                          int conn) {
+  std::vector<std::int32_t> outside(m.size(), 0);
+  std::deque<std::size_t> border;
+  for (std::size_t z = 0; z < e.z; ++z)
+    for (std::size_t y = 0; y < e.y; ++y)
+      for (std::size_t x = 0; x < e.x; ++x) {
+        const std::size_t i = (z * e.y + y) * e.x + x;
+        const bool edge = x == 0 || y == 0 || z == 0 || x + 1 == e.x || y + 1 == e.y || z + 1 == e.z;
+        if (edge && m[i] == 0) border.push_back(i);
+      }
+  flood(e, [&](std::size_t j) { return m[j] == 0; }, outside, border, 1, conn);
+  std::vector<std::uint8_t> f(m.size());
+  for (std::size_t i = 0; i < m.size(); ++i) f[i] = (m[i] != 0 || outside[i] == 0) ? 1 : 0;
+  return f;
+}
+
+/// Brute-force Euclidean distance to the nearest zero voxel, with scipy's sum order.
+std::vector<float> host_edt(vox::extent3 e, const std::vector<std::uint8_t>& m, vox::vec3d s) {
+  std::vector<float> d(m.size(), 0.0f);
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i] == 0) continue;
+    double best = std::numeric_limits<double>::infinity();
+    const double x = static_cast<double>(i % e.x), y = static_cast<double>(i / e.x % e.y),
+                 z = static_cast<double>(i / (e.x * e.y));
+    for (std::size_t j = 0; j < m.size(); ++j) {
+      if (m[j] != 0) continue;
+      const double dx = s.x * (x - static_cast<double>(j % e.x));
+      const double dy = s.y * (y - static_cast<double>(j / e.x % e.y));
+      const double dz = s.z * (z - static_cast<double>(j / (e.x * e.y)));
+      best = std::min(best, std::sqrt((dz * dz + dy * dy) + dx * dx));
+    }
+    d[i] = static_cast<float>(best);
+  }
+  return d;
+}
+
+/// The offsets of a ball of radius r, or of a box of odd size 2r + 1.
+std::vector<offset3> element(long r, bool box) {
+  std::vector<offset3> o;
+  for (long dz = -r; dz <= r; ++dz)
+    for (long dy = -r; dy <= r; ++dy)
+      for (long dx = -r; dx <= r; ++dx)
+        if (box || dx * dx + dy * dy + dz * dz <= r * r) o.push_back({dx, dy, dz});
+  return o;
+}
+
+/// Brute-force binary erosion (every voxel under the element set, outside the volume being 0)
+/// or dilation (any voxel under the element set); the elements are symmetric.
+std::vector<std::uint8_t> host_morph(vox::extent3 e, const std::vector<std::uint8_t>& m,
+                                     const std::vector<offset3>& se, bool erode) {
+  std::vector<std::uint8_t> out(m.size());
+  const long nx = static_cast<long>(e.x), ny = static_cast<long>(e.y), nz = static_cast<long>(e.z);
+  for (long z = 0; z < nz; ++z)
+    for (long y = 0; y < ny; ++y)
+      for (long x = 0; x < nx; ++x) {
+        bool all = true, any = false;
+        for (const offset3& d : se) {
+          const long a = x + d[0], b = y + d[1], c = z + d[2];
+          const bool in = a >= 0 && b >= 0 && c >= 0 && a < nx && b < ny && c < nz;
+          const bool v = in && m[static_cast<std::size_t>((c * ny + b) * nx + a)] != 0;
+          all = all && v;
+          any = any || v;
+        }
+        out[static_cast<std::size_t>((z * ny + y) * nx + x)] = (erode ? all : any) ? 1 : 0;
+      }
+  return out;
+}
+
+/// A 12x10x8 mask: a cube shell around a 3^3 cavity, a bar, a chain of voxels joined only by
+/// corners, single voxels, and diagonal lines in the top slice.
+std::vector<std::uint8_t> segmentation_mask(vox::extent3 e) {
+  std::vector<std::uint8_t> m(e.voxels(), 0);
+  const auto at = [&](std::size_t x, std::size_t y, std::size_t z) -> std::uint8_t& {
+    return m[(z * e.y + y) * e.x + x];
+  };
+  for (std::size_t z = 1; z <= 5; ++z)
+    for (std::size_t y = 1; y <= 5; ++y)
+      for (std::size_t x = 1; x <= 5; ++x)
+        if (x == 1 || x == 5 || y == 1 || y == 5 || z == 1 || z == 5) at(x, y, z) = 1;
+  for (std::size_t x = 7; x <= 11; ++x) at(x, 5, 4) = 1;  // bar
+  at(8, 1, 1) = at(9, 2, 2) = at(10, 3, 3) = 1;             // corner-joined chain
+  at(8, 8, 5) = at(10, 8, 2) = 1;                            // single voxels
+  // Diagonal lines in the top slice: single voxels with 6, lines with 18 and 26.
+  for (std::size_t y = 0; y < e.y; ++y)
+    for (std::size_t x = 0; x < e.x; ++x)
+      if ((x + y) % 4 == 1) at(x, y, 7) = 1;
+  return m;
+}
+
+TEST_F(ToolTest, SegmentationOpsMatchHostReferences) {
+  const vox::extent3 e{12, 10, 8};
+  const std::vector<std::uint8_t> m = segmentation_mask(e);
+  const vox::vec3d spacing{0.5, 1.0, 2.0};
+  write_volume(path("m.nrrd"), e, m, spacing);
+  const auto run_to = [&](const std::string& out, std::vector<std::string> ops) {
+    std::vector<std::string> args = {"run", "m.nrrd", "-o", out, "-q"};
+    args.insert(args.end(), ops.begin(), ops.end());
+    ok(args);
+  };
+  // Labels, exactly as scipy numbers them.
+  const std::vector<std::int32_t> l6 = host_label(e, m, 6);
+  const std::vector<std::int32_t> l26 = host_label(e, m, 26);
+  ASSERT_GT(*std::max_element(l6.begin(), l6.end()), *std::max_element(l26.begin(), l26.end()));
+  run_to("l6.nrrd", {"--label"});
+  run_to("l18.nrrd", {"--label", "18"});
+  run_to("l26.nrrd", {"--label=26"});
+  EXPECT_EQ(vox::io::probe(path("l6.nrrd")).type, vox::dtype::int32);
+  EXPECT_EQ(vox::io::probe(path("l6.nrrd")).spacing, spacing);
+  EXPECT_EQ(voxels_of(read_file<std::int32_t>(path("l6.nrrd"))), l6);
+  EXPECT_EQ(voxels_of(read_file<std::int32_t>(path("l18.nrrd"))), host_label(e, m, 18));
+  EXPECT_EQ(voxels_of(read_file<std::int32_t>(path("l26.nrrd"))), l26);
+
+  // Holes: the cavity of the shell (27 voxels) and whatever the sprinkle encloses.
+  run_to("f.nrrd", {"--fill-holes"});
+  const std::vector<std::uint8_t> filled = host_fill_holes(e, m, 6);
+  EXPECT_EQ(voxels_of(read_file<std::uint8_t>(path("f.nrrd"))), filled);
+  EXPECT_EQ(filled[(3 * e.y + 3) * e.x + 3], 1);
+
+  // The largest component (the shell, 98 voxels), and the small ones removed.
+  const std::vector<std::size_t> c6 = label_counts(l6);
+  const auto largest = static_cast<std::int32_t>(
+      std::max_element(c6.begin() + 1, c6.end()) - c6.begin());  // first of the largest
+  std::vector<std::uint8_t> keep(m.size()), big6(m.size()), big26(m.size());
+  std::vector<std::int32_t> big_labels(m.size());
+  const std::vector<std::size_t> c26 = label_counts(l26);
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    keep[i] = l6[i] == largest ? 1 : 0;
+    big6[i] = l6[i] != 0 && c6[static_cast<std::size_t>(l6[i])] >= 3 ? 1 : 0;
+    big26[i] = l26[i] != 0 && c26[static_cast<std::size_t>(l26[i])] >= 3 ? 1 : 0;
+    big_labels[i] = big6[i] != 0 ? l6[i] : 0;
+  }
+  EXPECT_EQ(c6[static_cast<std::size_t>(largest)], 98u);
+  run_to("k.nrrd", {"--keep-largest"});
+  EXPECT_EQ(voxels_of(read_file<std::uint8_t>(path("k.nrrd"))), keep);
+  run_to("r6.nrrd", {"--remove-small", "3"});
+  run_to("r26.nrrd", {"--remove-small=3:26"});
+  run_to("rl.nrrd", {"--label", "--remove-small", "3"});  // labels in, labels out
+  EXPECT_EQ(voxels_of(read_file<std::uint8_t>(path("r6.nrrd"))), big6);
+  EXPECT_EQ(voxels_of(read_file<std::uint8_t>(path("r26.nrrd"))), big26);
+  EXPECT_NE(big6, big26);  // the corner-joined chain survives only with 26
+  EXPECT_EQ(voxels_of(read_file<std::int32_t>(path("rl.nrrd"))), big_labels);
+  // keep-largest of the labels equals keep-largest of the mask.
+  run_to("kl.nrrd", {"--label", "--keep-largest"});
+  EXPECT_EQ(voxels_of(read_file<std::uint8_t>(path("kl.nrrd"))), keep);
+
+  // Distances: in units of the file's spacing, or of the voxel size given.
+  run_to("d.nrrd", {"--edt"});
+  run_to("d1.nrrd", {"--edt=1"});
+  run_to("d3.nrrd", {"--edt", "1,2,3"});
+  EXPECT_EQ(vox::io::probe(path("d.nrrd")).type, vox::dtype::float32);
+  const auto edt_file = [&](const std::string& name) {
+    return read_file<float>(path(name));
+  };
+  const auto expect_edt = [&](const std::string& name, vox::vec3d s) {
+    SCOPED_TRACE(name);
+    vox::host_volume<float> want(e);
+    const std::vector<float> d = host_edt(e, m, s);
+    std::copy(d.begin(), d.end(), want.data());
+    expect_same(edt_file(name), want, 1e-6);
+  };
+  expect_edt("d.nrrd", spacing);
+  expect_edt("d1.nrrd", {1, 1, 1});
+  expect_edt("d3.nrrd", {1, 2, 3});
+
+  // Binary morphology (border 0, as scipy's default).
+  const auto cross = element(1, false);
+  const auto ball2 = element(2, false);
+  const auto box3 = element(1, true);
+  run_to("e.nrrd", {"--binary-erosion"});
+  run_to("dl.nrrd", {"--binary-dilation=box:3"});
+  run_to("o.nrrd", {"--binary-opening", "ball:2"});
+  run_to("c.nrrd", {"--binary-closing=ball:1"});
+  EXPECT_EQ(voxels_of(read_file<std::uint8_t>(path("e.nrrd"))), host_morph(e, m, cross, true));
+  EXPECT_EQ(voxels_of(read_file<std::uint8_t>(path("dl.nrrd"))), host_morph(e, m, box3, false));
+  EXPECT_EQ(voxels_of(read_file<std::uint8_t>(path("o.nrrd"))),
+            host_morph(e, host_morph(e, m, ball2, true), ball2, false));
+  EXPECT_EQ(voxels_of(read_file<std::uint8_t>(path("c.nrrd"))),
+            host_morph(e, host_morph(e, m, cross, false), cross, true));
+}
+
+TEST_F(ToolTest, SegmentationMatchesTheLibraryOnAPhantom) {
+  // A chain through the whole volume: threshold, opening, labels, fill holes, distances.
+  phantom("p.nrrd", "24,20,16");
+  ok({"run", "p.nrrd", "-o", "l.nrrd", "--threshold", "0.15", "--binary-opening", "--label=26",
+      "-q"});
+  ok({"run", "p.nrrd", "-o", "d.nrrd", "--threshold", "0.15", "--fill-holes", "--edt", "-q"});
+  vox::stream_set s(3);
+  const vox::volume<float> in = to_device(s, read_file<float>(path("p.nrrd")));
+  vox::volume<std::uint8_t> mask(s, in.extent()), open(s, in.extent()), filled(s, in.extent());
+  vox::volume<std::int32_t> labels(s, in.extent());
+  vox::volume<float> dist(s, in.extent());
+  vox::threshold(s, in, mask, 0.15);
+  vox::binary_opening(s, mask, open);
+  const std::int32_t n = vox::label(s, open, labels, 26).get();
+  vox::binary_fill_holes(s, mask, filled);
+  vox::distance_transform_edt<std::uint8_t, float>(s, filled, dist, {1, 1, 1});
+  const auto got = read_file<std::int32_t>(path("l.nrrd"));
+  expect_same(got, to_host(s, labels));
+  EXPECT_EQ(*std::max_element(got.data(), got.data() + got.size()), n);
+  EXPECT_GE(n, 1);
+  expect_same(read_file<float>(path("d.nrrd")), to_host(s, dist));
+}
+
+TEST_F(ToolTest, DistancesAndLabelsByHand) {
+  write_volume<float>(path("row.nrrd"), {5, 1, 1}, {1, 1, 0, 1, 1});
+  ok({"run", "row.nrrd", "-o", "d.nrrd", "--edt", "-q"});
+  ok({"run", "row.nrrd", "-o", "d2.nrrd", "--edt=2", "-q"});
+  ok({"run", "row.nrrd", "-o", "l.nrrd", "--label", "-q"});
+  EXPECT_EQ(voxels_of(read_file<float>(path("d.nrrd"))), (std::vector<float>{2, 1, 0, 1, 2}));
+  EXPECT_EQ(voxels_of(read_file<float>(path("d2.nrrd"))), (std::vector<float>{4, 2, 0, 2, 4}));
+  EXPECT_EQ(voxels_of(read_file<std::int32_t>(path("l.nrrd"))),
+            (std::vector<std::int32_t>{1, 1, 0, 2, 2}));
+  // One zero in the middle of a 3x3 slice: sqrt(2) at the corners.
+  write_volume<std::uint8_t>(path("sq.nrrd"), {3, 3, 1}, {1, 1, 1, 1, 0, 1, 1, 1, 1});
+  ok({"run", "sq.nrrd", "-o", "s.nrrd", "--edt", "-q"});
+  const float r2 = static_cast<float>(std::sqrt(2.0));
+  EXPECT_EQ(voxels_of(read_file<float>(path("s.nrrd"))),
+            (std::vector<float>{r2, 1, r2, 1, 0, 1, r2, 1, r2}));
+  // No zero voxel: no feature, +infinity everywhere (scipy's values there are meaningless).
+  write_volume<std::uint8_t>(path("full.nrrd"), {2, 1, 1}, {1, 1});
+  ok({"run", "full.nrrd", "-o", "inf.nrrd", "--edt", "-q"});
+  for (float v : voxels_of(read_file<float>(path("inf.nrrd")))) EXPECT_TRUE(std::isinf(v)) << v;
+  // Diagonal neighbours in a slice: 2 components with 6, 1 with 26; in-plane 8 joins them too.
+  write_volume<std::uint8_t>(path("diag.nrrd"), {2, 2, 1}, {1, 0, 0, 1});
+  ok({"run", "diag.nrrd", "-o", "l6.nrrd", "--label", "-q"});
+  ok({"run", "diag.nrrd", "-o", "l8.nrrd", "--label=8", "-q"});
+  EXPECT_EQ(voxels_of(read_file<std::int32_t>(path("l6.nrrd"))),
+            (std::vector<std::int32_t>{1, 0, 0, 2}));
+  EXPECT_EQ(voxels_of(read_file<std::int32_t>(path("l8.nrrd"))),
+            (std::vector<std::int32_t>{1, 0, 0, 1}));
+}
+
+/// A 4x3x2 label volume (labels 1, 2, 3, 5; a -1 that is ignored) and its values x + 4y + 12z.
+void write_stats_fixture(const std::string& labels, const std::string& mask,
+                         const std::string& values) {
+  const std::vector<std::int32_t> l = {1, 1, 0, 2,   //
+                                       0, -1, 0, 2,  //
+                                       3, 0, 0, 0,   // z = 0
+                                       0, 0, 0, 2,   //
+                                       0, 0, 5, 0,   //
+                                       3, 3, 0, 0};  // z = 1
+  write_volume(labels, {4, 3, 2}, l);
+  std::vector<std::uint8_t> m(l.size());
+  for (std::size_t i = 0; i < l.size(); ++i) m[i] = l[i] > 0 ? 1 : 0;
+  write_volume(mask, {4, 3, 2}, m);
+  std::vector<std::uint16_t> v(l.size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint16_t>(i);
+  write_volume(values, {4, 3, 2}, v);
+}
+
+TEST_F(ToolTest, StatsPrintsTheRegionTableAsCsv) {
+  write_stats_fixture(path("l.nrrd"), path("m.nrrd"), path("v.nrrd"));
+  // By hand: label 1 = voxels 0, 1; label 2 = 3, 7, 15; label 3 = 8, 20, 21; label 5 = 18; no
+  // label 4 (no line); the values are the voxel indices.
+  const tool_result r = ok({"stats", "l.nrrd", "--values", "v.nrrd"});
+  EXPECT_EQ(r.out,
+            "label,count,sum,mean,min,max,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
+            "1,2,1,0.5,0,1,0,0,0,2,1,1,0.5,0,0\n"
+            "2,3,25,8.333333333333334,3,15,3,0,0,4,2,2,3,0.3333333333333333,0.3333333333333333\n"
+            "3,3,49,16.333333333333332,8,21,0,2,0,2,3,2,0.3333333333333333,2,0.6666666666666666\n"
+            "5,1,18,18,18,18,2,1,1,3,2,2,2,1,1\n");
+  EXPECT_EQ(r.err, "");
+  // Without values: no value columns.
+  const tool_result g = ok({"stats", "l.nrrd"});
+  EXPECT_EQ(g.out,
+            "label,count,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
+            "1,2,0,0,0,2,1,1,0.5,0,0\n"
+            "2,3,3,0,0,4,2,2,3,0.3333333333333333,0.3333333333333333\n"
+            "3,3,0,2,0,2,3,2,0.3333333333333333,2,0.6666666666666666\n"
+            "5,1,2,1,1,3,2,2,2,1,1\n");
+  // A mask is labelled first (6-connected): the same regions, numbered 1..4.
+  const tool_result mk = ok({"stats", "m.nrrd", "--values", "v.nrrd"});
+  EXPECT_EQ(mk.out,
+            "label,count,sum,mean,min,max,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
+            "1,2,1,0.5,0,1,0,0,0,2,1,1,0.5,0,0\n"
+            "2,3,25,8.333333333333334,3,15,3,0,0,4,2,2,3,0.3333333333333333,0.3333333333333333\n"
+            "3,3,49,16.333333333333332,8,21,0,2,0,2,3,2,0.3333333333333333,2,0.6666666666666666\n"
+            "4,1,18,18,18,18,2,1,1,3,2,2,2,1,1\n");
+  // 26-connected, every region touches the next by an edge or a corner: one region.
+  const tool_result one = ok({"stats", "m.nrrd", "--values", "v.nrrd", "--connectivity", "26"});
+  EXPECT_EQ(one.out,
+            "label,count,sum,mean,min,max,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
+            "1,9,93,10.333333333333334,0,21,0,0,0,4,3,2,1.4444444444444444,0.8888888888888888,"
+            "0.4444444444444444\n");
+  // --connectivity relabels an int32 input too (its -1 voxel is foreground then: 10 voxels).
+  const tool_result re = ok({"stats", "l.nrrd", "--connectivity", "26"});
+  EXPECT_EQ(re.out.substr(re.out.find('\n') + 1, 5), "1,10,");
+  // The labels of run --label give the mask's table.
+  ok({"run", "m.nrrd", "-o", "ml.nrrd", "--label", "-q"});
+  EXPECT_EQ(ok({"stats", "ml.nrrd", "--values", "v.nrrd"}).out, mk.out);
+  // A raw label input.
+  {
+    const auto h = read_file<std::int32_t>(path("l.nrrd"));
+    std::ofstream f(path("l.raw"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(h.data()),
+            static_cast<std::streamsize>(h.size() * sizeof(std::int32_t)));
+  }
+  EXPECT_EQ(ok({"stats", "l.raw", "--raw-extent", "4,3,2", "--raw-type", "int32"}).out, g.out);
+  // No region at all: the header alone.
+  write_volume<std::int32_t>(path("zero.nrrd"), {3, 2, 1}, {0, 0, -4, 0, 0, 0});
+  EXPECT_EQ(ok({"stats", "zero.nrrd"}).out, "label,count,x0,y0,z0,x1,y1,z1,cx,cy,cz\n");
+}
+
+TEST_F(ToolTest, WholeVolumeOpsAreNotStreamed) {
+  phantom("p.nrrd", "16", 0.0);
+  fails({"run", "p.nrrd", "-o", "x.nrrd", "--threshold", "0.1", "--label", "--stream"}, 2,
+        "'--label' needs the whole volume in device memory and cannot run in a streamed run");
+  fails({"run", "p.nrrd", "-o", "x.nrrd", "--threshold", "0.1", "--keep-largest=26",
+         "--max-projection", "z", "--stream"},
+        2, "'--keep-largest 26' needs the whole volume");
+  // Too large for the budget: refused rather than streamed, with what to do.
+  const tool_result r =
+      fails({"run", "p.nrrd", "-o", "x.nrrd", "--edt", "--budget", "8K"}, 2, "raise --budget");
+  EXPECT_NE(r.err.find("'--edt' needs the whole volume"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(path("x.nrrd")));
+  // Forced in memory, the budget does not matter.
+  ok({"run", "p.nrrd", "-o", "x.nrrd", "--threshold", "0.1", "--fill-holes", "--budget", "8K",
+      "--in-memory", "-q"});
+  // stats needs the whole volume too.
+  ok({"run", "p.nrrd", "-o", "l.nrrd", "--threshold", "0.1", "--label", "-q"});
+  fails({"stats", "l.nrrd", "--budget", "4K"}, 2, "raise --budget");
+}
+
+TEST_F(ToolTest, SegmentationBadInput) {
+  write_stats_fixture(path("l.nrrd"), path("m.nrrd"), path("v.nrrd"));
+  write_volume<float>(path("other.nrrd"), {4, 3, 3}, std::vector<float>(36, 1.0f));
+  std::ofstream(path("data.raw"), std::ios::binary) << std::string(96, '\0');
+  fails({"run", "m.nrrd", "-o", "x.nrrd", "--label", "7"}, 2, "--label: '7'");
+  fails({"run", "m.nrrd", "-o", "x.nrrd", "--remove-small"}, 2, "--remove-small");
+  fails({"run", "m.nrrd", "-o", "x.nrrd", "--binary-erosion=sphere:1"}, 2, "the shape is");
+  fails({"run", "m.nrrd", "-o", "x.nrrd", "--binary-dilation=box:2"}, 2, "odd");
+  fails({"run", "m.nrrd", "-o", "x.nrrd", "--edt=0"}, 2, "--edt");
+  fails({"stats", "missing.nrrd"}, 1, "missing.nrrd");
+  fails({"stats", "l.nrrd", "--values", "missing.nrrd"}, 1, "missing.nrrd");
+  fails({"stats", "l.nrrd", "--values", "other.nrrd"}, 2, "differs from the labels'");
+  fails({"stats", "l.nrrd", "--values", "data.raw"}, 1, "data.raw");
+  fails({"stats", "l.nrrd", "--connectivity", "5"}, 2, "--connectivity: '5'");
+  fails({"stats", "data.raw"}, 1, "--raw-extent");
+  fails({"frobnicate", "l.nrrd"}, 2, "stats");
+  EXPECT_FALSE(fs::exists(path("x.nrrd")));
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"stats", "l.nrrd", "--values", "other.nrrd"}, {"stats", "l.nrrd", "--values", "data.raw"}}) {
+    const tool_result r = run(args);
+    for (const char* internal : {"src/", ".cpp:", ".cu:", "::"})
+      EXPECT_EQ(r.err.find(internal), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(ToolTest, HelpNamesTheSegmentationOps) {
+  EXPECT_NE(ok({"--help"}).out.find("stats"), std::string::npos);
+  const tool_result r = ok({"run", "--help"});
+  for (const char* s : {"--label [CONN]", "--edt", "--fill-holes", "--keep-largest",
+                        "--remove-small N[:CONN]", "--binary-opening", "label -> int32",
+                        "need the whole volume"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  const tool_result st = ok({"stats", "--help"});
+  EXPECT_NE(st.out.find("label,count,sum,mean,min,max,x0,y0,z0,x1,y1,z1,cx,cy,cz"),
+            std::string::npos)
+      << st.out;
+  EXPECT_NE(st.out.find("--values"), std::string::npos);
+  EXPECT_NE(st.out.find("--connectivity"), std::string::npos);
 }
 
 }  // namespace

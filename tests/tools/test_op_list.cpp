@@ -59,7 +59,7 @@ TEST(OpList, EveryOpParses) {
   EXPECT_EQ(parse_op("min-projection", "y").kind, op_kind::min_projection);
   EXPECT_EQ(parse_op("mean-projection", "z").kind, op_kind::mean_projection);
   EXPECT_EQ(parse_op("gaussian", "2").text, "--gaussian 2");
-  EXPECT_EQ(vox::cli::op_names().size(), 17u);
+  EXPECT_EQ(vox::cli::op_names().size(), 26u);
   for (const std::string& name : vox::cli::op_names())
     EXPECT_FALSE(vox::cli::op_help(name).second.empty()) << name;
 }
@@ -97,6 +97,14 @@ TEST(OpList, BadValuesNameTheOption) {
       {"rescale", "1:2:3"},    {"convert", "int8"},   {"downsample", "0"},
       {"max-projection", "q"}, {"gradient-magnitude", "1"}, {"erode", "2"},
       {"crop", "1:2,3:4"},     {"crop", "5:5,:,:"},   {"crop", "a:b,:,:"},
+      {"label", "5"},          {"label", "x"},        {"label", "6:"},
+      {"fill-holes", "27"},    {"keep-largest", "-6"}, {"remove-small", ""},
+      {"remove-small", "a"},   {"remove-small", "5:7"}, {"remove-small", "5:6:6"},
+      {"edt", "0"},            {"edt", "1,2"},        {"edt", "-1,1,1"},
+      {"edt", "inf"},          {"binary-erosion", "sphere:2"}, {"binary-erosion", "ball"},
+      {"binary-erosion", "ball:0"}, {"binary-erosion", "ball:61"}, {"binary-dilation", "box:2"},
+      {"binary-dilation", "box"}, {"binary-opening", "cross:1"}, {"binary-closing", "ball:1,2"},
+      {"binary-closing", "disk:1,1,1"}, {"binary-opening", "ball:0,0,0"},
   };
   for (const auto& [name, value] : bad) {
     try {
@@ -107,6 +115,86 @@ TEST(OpList, BadValuesNameTheOption) {
     }
   }
   EXPECT_THROW((void)parse_op("frobnicate", "1"), usage_error);
+}
+
+TEST(OpList, SegmentationOpsParse) {
+  using vox::structuring_element;
+  using shape = structuring_element::shape;
+  // Optional values: left out, the op's default (scipy's).
+  EXPECT_EQ(parse_op("label", "").connectivity, 6);
+  EXPECT_EQ(parse_op("label", "26").connectivity, 26);
+  EXPECT_EQ(parse_op("label", " 4 ").connectivity, 4);
+  EXPECT_EQ(parse_op("label", "").text, "--label");
+  EXPECT_EQ(parse_op("label", "18").text, "--label 18");
+  EXPECT_EQ(parse_op("fill-holes", "").connectivity, 6);
+  EXPECT_EQ(parse_op("fill-holes", "8").connectivity, 8);
+  EXPECT_EQ(parse_op("keep-largest", "").connectivity, 6);
+  const op_spec rs = parse_op("remove-small", "20:26");
+  EXPECT_EQ(rs.min_size, 20u);
+  EXPECT_EQ(rs.connectivity, 26);
+  EXPECT_EQ(parse_op("remove-small", "5").connectivity, 6);
+  const op_spec e0 = parse_op("edt", "");
+  EXPECT_FALSE(e0.sampling_given);
+  const op_spec e1 = parse_op("edt", "2");
+  EXPECT_TRUE(e1.sampling_given);
+  EXPECT_EQ(e1.sampling, (vox::vec3d{2, 2, 2}));
+  EXPECT_EQ(parse_op("edt", "0.5,1,3").sampling, (vox::vec3d{0.5, 1, 3}));
+  EXPECT_EQ(parse_op("binary-erosion", "").se.kind, shape::cross);
+  EXPECT_EQ(parse_op("binary-erosion", "cross").se.kind, shape::cross);
+  const op_spec b = parse_op("binary-dilation", "ball:3");
+  EXPECT_EQ(b.se.kind, shape::ball);
+  EXPECT_EQ(b.se.radius_x, 3u);
+  EXPECT_EQ(b.se.radius_z, 3u);
+  const op_spec b3 = parse_op("binary-dilation", "ball:1,2,0");
+  EXPECT_EQ(b3.se.radius_y, 2u);
+  EXPECT_EQ(b3.se.radius_z, 0u);
+  const op_spec d = parse_op("binary-opening", "disk:2");
+  EXPECT_EQ(d.se.kind, shape::ball);
+  EXPECT_EQ(d.se.dims, 2);
+  const op_spec x = parse_op("binary-closing", "box:3,5,1");
+  EXPECT_EQ(x.se.kind, shape::box);
+  EXPECT_EQ(x.se.size.x, 3u);
+  EXPECT_EQ(x.se.size.y, 5u);
+  EXPECT_EQ(x.se.size.z, 1u);
+  EXPECT_TRUE(vox::cli::op_value_optional("label"));
+  EXPECT_TRUE(vox::cli::op_value_optional("binary-erosion"));
+  EXPECT_FALSE(vox::cli::op_value_optional("remove-small"));
+  EXPECT_FALSE(vox::cli::op_value_optional("gaussian"));
+  EXPECT_FALSE(vox::cli::op_is_flag("label"));
+  EXPECT_THROW((void)parse_op("gaussian", ""), usage_error);  // a value that is not optional
+}
+
+TEST(OpList, SegmentationTypesHalosAndRoles) {
+  const auto t = [](const char* name, const char* value, dtype in) {
+    return vox::cli::result_type(parse_op(name, value), in);
+  };
+  EXPECT_EQ(t("label", "", dtype::float32), dtype::int32);
+  EXPECT_EQ(t("label", "26", dtype::uint8), dtype::int32);
+  EXPECT_EQ(t("fill-holes", "", dtype::uint16), dtype::uint16);
+  EXPECT_EQ(t("keep-largest", "", dtype::int32), dtype::uint8);
+  EXPECT_EQ(t("remove-small", "3", dtype::uint8), dtype::uint8);
+  EXPECT_EQ(t("remove-small", "3", dtype::int32), dtype::int32);  // labels stay labels
+  EXPECT_EQ(t("edt", "", dtype::uint8), dtype::float32);
+  EXPECT_EQ(t("edt", "", dtype::float64), dtype::float64);
+  EXPECT_EQ(t("binary-erosion", "", dtype::int16), dtype::int16);
+  // Whole-volume ops are never streamed; morphology streams with its element's z radius (twice
+  // for opening and closing, 0 for an element within each z-slice).
+  for (const char* name : {"label", "fill-holes", "keep-largest", "edt"})
+    EXPECT_TRUE(vox::cli::needs_whole_volume(parse_op(name, ""))) << name;
+  EXPECT_TRUE(vox::cli::needs_whole_volume(parse_op("remove-small", "3")));
+  EXPECT_FALSE(vox::cli::needs_whole_volume(parse_op("binary-erosion", "")));
+  EXPECT_FALSE(vox::cli::needs_whole_volume(parse_op("gaussian", "1")));
+  EXPECT_EQ(vox::cli::z_radius(parse_op("binary-erosion", "")), 1u);
+  EXPECT_EQ(vox::cli::z_radius(parse_op("binary-dilation", "ball:3")), 3u);
+  EXPECT_EQ(vox::cli::z_radius(parse_op("binary-dilation", "ball:3,3,1")), 1u);
+  EXPECT_EQ(vox::cli::z_radius(parse_op("binary-erosion", "box:3,3,5")), 2u);
+  EXPECT_EQ(vox::cli::z_radius(parse_op("binary-opening", "ball:2")), 4u);
+  EXPECT_EQ(vox::cli::z_radius(parse_op("binary-closing", "")), 2u);
+  EXPECT_EQ(vox::cli::z_radius(parse_op("binary-closing", "disk:3")), 0u);
+  // Memory: labels are int32 (1000 voxels of uint8 in, 4000 bytes out).
+  EXPECT_EQ(vox::cli::peak_device_bytes({parse_op("label", "")}, extent3{10, 10, 10},
+                                        dtype::uint8),
+            5000u);
 }
 
 TEST(OpList, ProjectionMustBeLast) {

@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
+
+std::string message_of(const std::vector<std::string>& args);
 
 namespace {
 
@@ -119,6 +122,79 @@ TEST(Parse, InfoMipPhantom) {
   EXPECT_EQ(p2.phantom.phantom.seed, 7u);
 }
 
+TEST(Parse, OptionalOpValues) {
+  // Left out (before another option, or last), with '=', or as the next argument.
+  const parsed_command pc = parse_args(
+      {"run", "in.nrrd", "-o", "out.nrrd", "--threshold", "0.5", "--label", "--keep-largest=26",
+       "--fill-holes", "18", "--edt", "--binary-opening=ball:2", "--binary-closing"});
+  ASSERT_EQ(pc.run.ops.size(), 7u);
+  EXPECT_EQ(pc.run.ops[1].kind, op_kind::label);
+  EXPECT_EQ(pc.run.ops[1].connectivity, 6);
+  EXPECT_EQ(pc.run.ops[2].kind, op_kind::keep_largest);
+  EXPECT_EQ(pc.run.ops[2].connectivity, 26);
+  EXPECT_EQ(pc.run.ops[3].kind, op_kind::fill_holes);
+  EXPECT_EQ(pc.run.ops[3].connectivity, 18);
+  EXPECT_EQ(pc.run.ops[4].kind, op_kind::edt);
+  EXPECT_FALSE(pc.run.ops[4].sampling_given);
+  EXPECT_EQ(pc.run.ops[5].se.kind, vox::structuring_element::shape::ball);
+  EXPECT_EQ(pc.run.ops[5].se.radius_x, 2u);
+  EXPECT_EQ(pc.run.ops[6].kind, op_kind::binary_closing);
+  EXPECT_EQ(pc.run.ops[6].se.kind, vox::structuring_element::shape::cross);
+  // Repeated, with and without values, in order; a last optional value left out does not
+  // take the input that follows it.
+  const parsed_command r = parse_args({"run", "-o", "o.nrrd", "--label", "--edt=2", "--label=26",
+                                       "--edt", "--remove-small", "10:18", "--label", "in.nrrd"});
+  EXPECT_EQ(r.run.input.path, "in.nrrd");
+  ASSERT_EQ(r.run.ops.size(), 6u);
+  EXPECT_EQ(r.run.ops[0].connectivity, 6);
+  EXPECT_EQ(r.run.ops[5].connectivity, 6);
+  EXPECT_TRUE(r.run.ops[1].sampling_given);
+  EXPECT_EQ(r.run.ops[1].sampling, (vox::vec3d{2, 2, 2}));
+  EXPECT_EQ(r.run.ops[2].connectivity, 26);
+  EXPECT_FALSE(r.run.ops[3].sampling_given);
+  EXPECT_EQ(r.run.ops[4].min_size, 10u);
+  EXPECT_EQ(r.run.ops[4].connectivity, 18);
+}
+
+TEST(Parse, Stats) {
+  const parsed_command s = parse_args({"stats", "l.nrrd"});
+  ASSERT_EQ(s.cmd, command::stats);
+  EXPECT_EQ(s.stats.labels.path, "l.nrrd");
+  EXPECT_FALSE(s.stats.values.has_value());
+  EXPECT_EQ(s.stats.connectivity, 0);  // int32 input: labels as they are
+  const parsed_command v =
+      parse_args({"stats", "m.raw", "--values", "ct.nrrd", "--connectivity", "26", "--raw-extent",
+                  "4,5,6", "--raw-type", "uint8", "--streams", "2", "--budget", "64M"});
+  ASSERT_TRUE(v.stats.values.has_value());
+  EXPECT_EQ(*v.stats.values, "ct.nrrd");
+  EXPECT_EQ(v.stats.connectivity, 26);
+  ASSERT_TRUE(v.stats.labels.raw.has_value());
+  EXPECT_EQ(v.stats.labels.raw->extent, (vox::extent3{4, 5, 6}));
+  EXPECT_EQ(v.stats.streams, 2u);
+  EXPECT_EQ(v.stats.budget, std::size_t{64} << 20);
+  EXPECT_NE(message_of({"stats", "l.nrrd", "--connectivity", "7"}).find("--connectivity: '7'"),
+            std::string::npos);
+}
+
+TEST(Stats, CsvColumnsAndNumbers) {
+  const double nan = std::nan("");
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<vox::region_row> rows(3);
+  rows[0] = {2, 0.30000000000000004, 0.15000000000000002, 0.1, 0.2, {1, 2, 3}, {4, 5, 6},
+             {1.5, 2, 3.25}};
+  rows[1] = {0, 0, nan, nan, nan, {0, 0, 0}, {0, 0, 0}, {nan, nan, nan}};  // no voxels: no line
+  rows[2] = {1, -nan, nan, inf, -inf, {7, 0, 0}, {8, 1, 1}, {7, 0, 0}};    // only NaN values
+  EXPECT_EQ(vox::cli::region_csv(rows, true),
+            "label,count,sum,mean,min,max,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
+            "1,2,0.30000000000000004,0.15000000000000002,0.1,0.2,1,2,3,4,5,6,1.5,2,3.25\n"
+            "3,1,nan,nan,inf,-inf,7,0,0,8,1,1,7,0,0\n");
+  EXPECT_EQ(vox::cli::region_csv(rows, false),
+            "label,count,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
+            "1,2,1,2,3,4,5,6,1.5,2,3.25\n"
+            "3,1,7,0,0,8,1,1,7,0,0\n");
+  EXPECT_EQ(vox::cli::region_csv({}, false), "label,count,x0,y0,z0,x1,y1,z1,cx,cy,cz\n");
+}
+
 TEST(Parse, Rejects) {
   const std::vector<std::vector<std::string>> bad = {
       {},
@@ -149,6 +225,12 @@ TEST(Parse, Rejects) {
       {"phantom", "-o", "p.nrrd", "--noise", "-1"},
       {"phantom"},
       {"info"},
+      {"stats"},
+      {"stats", "l.nrrd", "--connectivity", "5"},
+      {"stats", "l.nrrd", "--values"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--label", "7"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--remove-small"},
+      {"run", "in.nrrd", "-o", "x.nrrd", "--binary-erosion=ball"},
   };
   for (const auto& args : bad) {
     std::string line;

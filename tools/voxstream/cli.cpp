@@ -40,9 +40,14 @@ const char* const kRunFooter = R"(
 Ops run in the order given, each on the result of the previous one. Voxel types:
   gaussian, sobel, gradient-magnitude, rescale, normalize, mean-projection -> float32
     (float64 for float64 input); threshold -> uint8 mask (0/1); convert -> TYPE;
-  uniform, median, erode, dilate, clamp, downsample, max/min-projection -> unchanged.
+  uniform, median, erode, dilate, clamp, downsample, max/min-projection -> unchanged;
+  label -> int32; edt -> float32 (float64 for float64); keep-largest -> uint8 mask;
+  remove-small -> uint8 mask (int32 labels for int32 input);
+  fill-holes, binary-erosion/dilation/opening/closing -> 0/1, unchanged type.
 Filters use scipy.ndimage's defaults (mode 'reflect', Gaussian truncate 4).
 A projection must be the last op; its result is 2D and may be written as .png.
+Values in brackets may be left out: --label (6-connected), --label=26, --edt (the input's
+spacing), --edt=1 (voxel units), --binary-erosion (the cross), --binary-opening=ball:2.
 
 Memory: the volume is processed in device memory when the run fits --budget (default: 80% of
 the free device memory on the cuda backend, 1G on the host backend); otherwise it is streamed
@@ -50,11 +55,15 @@ from the input file slab by slab (vox::stream_process), each slab carrying a hal
 filters' summed z radii, so the result equals the in-memory one. A streamed run writes
 .nrrd/.nhdr/.mha/.mhd/.raw volumes, or keeps only a projection/downsampling (then any format);
 downsample must be the last op, and each normalize costs one more pass over the input.
+label, fill-holes, keep-largest, remove-small and edt need the whole volume (their results are
+global): a run with them is never streamed, and is refused with --stream or when it exceeds
+--budget. Binary morphology streams with a halo of its element's z radius.
 
 Examples:
   voxstream run ct.nrrd -o mask.nrrd --gaussian 2 --threshold 0.3:1
   voxstream run ct.nrrd -o mip.png --median 3 --max-projection z
-  voxstream run big.raw --raw-extent 2048,2048,4096 --raw-type uint16 -o out.nrrd --gaussian 1)";
+  voxstream run big.raw --raw-extent 2048,2048,4096 --raw-type uint16 -o out.nrrd --gaussian 1
+  voxstream run ct.nrrd -o labels.nrrd --threshold 0.3 --binary-opening=ball:1 --label=26)";
 
 struct common_args {
   std::string budget;
@@ -81,9 +90,10 @@ struct raw_args {
 };
 
 struct state {
-  common_args info_c, run_c, mip_c, phantom_c;
-  raw_args info_raw, run_raw, mip_raw;
-  std::string info_in, run_in, mip_in;
+  common_args info_c, run_c, mip_c, stats_c, phantom_c;
+  raw_args info_raw, run_raw, mip_raw, stats_raw;
+  std::string info_in, run_in, mip_in, stats_in;
+  std::string stats_values, stats_connectivity;
   std::string run_out, mip_out, phantom_out;
   bool header_only{false};
   bool run_stream{false}, run_in_memory{false}, mip_stream{false}, mip_in_memory{false};
@@ -102,6 +112,7 @@ struct state {
   CLI::App* info_cmd{nullptr};
   CLI::App* run_cmd{nullptr};
   CLI::App* mip_cmd{nullptr};
+  CLI::App* stats_cmd{nullptr};
   CLI::App* phantom_cmd{nullptr};
 };
 
@@ -232,9 +243,11 @@ void build(CLI::App& app, state& st) {
     if (op_is_flag(name)) {
       o = run->add_flag("--" + name, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     } else {
+      // A value in brackets may be left out ("--label", "--label=26", "--label 26"): CLI11
+      // then records an empty value, which the op's parser takes as its default.
       o = run->add_option("--" + name, help)
               ->type_name(placeholder)
-              ->expected(1)
+              ->expected(op_value_optional(name) ? 0 : 1, 1)
               ->allow_extra_args(false)
               ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     }
@@ -283,6 +296,35 @@ void build(CLI::App& app, state& st) {
   add_raw(mip, st.mip_raw);
   add_common(mip, st.mip_c, true);
   st.mip_cmd = mip;
+
+  // stats
+  auto* stats = app.add_subcommand(
+      "stats", "print the region table of a label volume (or of a mask's connected components) "
+               "as CSV");
+  stats->add_option("input", st.stats_in,
+                    "the labels: an int32 volume (as run --label writes), or a mask of any "
+                    "other type, whose connected components are labelled first")
+      ->required();
+  stats->add_option("--values", st.stats_values,
+                    "a volume of the same extent (a file with a header) for the sum, mean, min "
+                    "and max columns")
+      ->type_name("FILE");
+  stats->add_option("--connectivity", st.stats_connectivity,
+                    "label the input's components with this connectivity, also an int32 input: "
+                    "6 (default for masks), 18 or 26, or 4 or 8 within each z-slice")
+      ->type_name("CONN");
+  add_raw(stats, st.stats_raw);
+  add_common(stats, st.stats_c, false);
+  stats->footer(R"(
+Output (stdout), one line per label that has voxels, in label order:
+  label,count,sum,mean,min,max,x0,y0,z0,x1,y1,z1,cx,cy,cz
+sum..max describe the --values volume (left out without --values); [x0, x1) x [y0, y1) x
+[z0, z1) is the bounding box and (cx, cy, cz) the centroid, in voxel indices.
+
+Examples:
+  voxstream run ct.nrrd -o labels.nrrd --gaussian 1 --threshold 0.3 --label
+  voxstream stats labels.nrrd --values ct.nrrd > regions.csv)");
+  st.stats_cmd = stats;
 
   // phantom
   auto* ph = app.add_subcommand("phantom", "write a 3D Shepp-Logan head phantom (computed on "
@@ -409,6 +451,16 @@ parsed_command finish(state& st) {
     } else {
       pc.mip.png = io::png_options::min_max(bits);
     }
+  } else if (st.stats_cmd->parsed()) {
+    pc.cmd = command::stats;
+    pc.quiet = st.stats_c.quiet;
+    pc.stats.labels = to_input(st.stats_in, st.stats_raw);
+    if (!st.stats_values.empty()) pc.stats.values = st.stats_values;
+    if (!st.stats_connectivity.empty())
+      pc.stats.connectivity = parse_connectivity(st.stats_connectivity, "--connectivity");
+    pc.stats.budget = to_budget(st.stats_c.budget);
+    pc.stats.streams = to_streams(st.stats_c.streams);
+    pc.stats.progress = mode_of(st.stats_c);
   } else if (st.phantom_cmd->parsed()) {
     pc.cmd = command::phantom;
     pc.quiet = st.phantom_c.quiet;
@@ -440,6 +492,8 @@ int dispatch_command(const parsed_command& pc) {
       return cmd_run(pc.run, pc.quiet, stdout);
     case command::mip:
       return cmd_mip(pc.mip, pc.quiet, stdout);
+    case command::stats:
+      return cmd_stats(pc.stats, stdout);
     case command::phantom:
       return cmd_phantom(pc.phantom, pc.quiet, stdout);
     case command::none:
@@ -452,9 +506,10 @@ int dispatch_command(const parsed_command& pc) {
 /// subcommand is required.
 void check_command_name(const std::vector<std::string>& args) {
   if (args.empty() || args[0].empty() || args[0][0] == '-') return;
-  for (const char* c : {"info", "run", "mip", "phantom"})
+  for (const char* c : {"info", "run", "mip", "stats", "phantom"})
     if (args[0] == c) return;
-  throw usage_error("unknown command '" + args[0] + "' (expected info, run, mip or phantom)");
+  throw usage_error("unknown command '" + args[0] +
+                    "' (expected info, run, mip, stats or phantom)");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 /// @file cli.hpp
-/// @brief The `voxstream` command line (CLI11): subcommands info, run, mip and phantom. The
+/// @brief The `voxstream` command line (CLI11): subcommands info, run, mip, stats and phantom. The
 ///        parser fills the commands' option structs; the op options of `run` keep their
 ///        command-line order. This header does not include CLI11.
 #pragma once
@@ -12,7 +12,7 @@
 
 namespace vox::cli {
 
-enum class command { none, info, run, mip, phantom };
+enum class command { none, info, run, mip, stats, phantom };
 
 /// @brief A parsed command line.
 struct parsed_command {
@@ -21,6 +21,7 @@ struct parsed_command {
   info_options info;
   run_options run;
   mip_options mip;
+  stats_options stats;
   phantom_command phantom;
 };
 

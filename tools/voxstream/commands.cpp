@@ -4,12 +4,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <variant>
 
 #include <voxstream/io/png.hpp>
 
+#include <voxstream/ops/label.hpp>
+
 #include "../../src/io/detail/text.hpp"
+#include "engine_detail.hpp"
+#include "op_runners.hpp"
 #include "ops_table.hpp"
 
 namespace vox::cli {
@@ -162,6 +167,76 @@ int cmd_phantom(const phantom_command& opt, bool quiet, std::FILE* out) {
                  opt.output.string().c_str(), opt.phantom.extent.str().c_str(),
                  dtype_name(opt.phantom.type), slabs, slabs == 1 ? "" : "s",
                  format_duration(seconds_since(t0)).c_str());
+  return 0;
+}
+
+std::string region_csv(const std::vector<region_row>& rows, bool values) {
+  // "nan" whatever the sign bit that the device's arithmetic left on a NaN.
+  const auto field = [](double v) { return std::isnan(v) ? std::string("nan") : num(v); };
+  std::string s = values ? "label,count,sum,mean,min,max,x0,y0,z0,x1,y1,z1,cx,cy,cz\n"
+                         : "label,count,x0,y0,z0,x1,y1,z1,cx,cy,cz\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const region_row& r = rows[i];
+    if (r.count == 0) continue;  // a label without voxels is no region
+    s += std::to_string(i + 1) + "," + std::to_string(r.count);
+    if (values)
+      s += "," + field(r.sum) + "," + field(r.mean) + "," + field(r.min) + "," + field(r.max);
+    for (int a = 0; a < 3; ++a) s += "," + std::to_string(r.bbox_lo[a]);
+    for (int a = 0; a < 3; ++a) s += "," + std::to_string(r.bbox_hi[a]);
+    for (int a = 0; a < 3; ++a) s += "," + field(r.centroid[a]);
+    s += "\n";
+  }
+  return s;
+}
+
+int cmd_stats(const stats_options& opt, std::FILE* out) {
+  const io::volume_info info = probe_input(opt.labels);
+  std::optional<io::volume_info> vinfo;
+  if (opt.values) {
+    vinfo = io::probe(*opt.values);
+    if (vinfo->extent != info.extent)
+      throw usage_error("--values '" + opt.values->string() + "': its extent " +
+                        vinfo->extent.str() + " differs from the labels' " + info.extent.str());
+  }
+  const bool relabel = info.type != dtype::int32 || opt.connectivity != 0;
+  const int connectivity = opt.connectivity != 0 ? opt.connectivity : 6;
+  // The input, its labels (int32) and the values in device memory at once.
+  const std::size_t n = info.extent.voxels();
+  const std::size_t need = n * dtype_size(info.type) + (relabel ? 4 * n : 0) +
+                           (vinfo ? n * dtype_size(vinfo->type) : 0);
+  const std::size_t budget = opt.budget != 0 ? opt.budget : default_budget();
+  if (need > budget)
+    throw usage_error("stats needs the whole volume in device memory: about " +
+                      format_bytes(need) + ", more than --budget " + format_bytes(budget) +
+                      " (raise --budget)");
+  stream_set s(std::max<std::size_t>(1, opt.streams));
+  // Steps: reading (the labels, the values), labelling or counting, the table.
+  const std::size_t steps = vinfo ? 4 : 3;
+  std::size_t done = 0;
+  progress_reporter bar("stats", "steps", terminal_only(opt.progress));
+  bar.update(done, steps);
+  const io::any_host_volume host = read_input(opt.labels, info);
+  const any_volume in = upload_input(s, host, info);
+  bar.update(++done, steps);
+  std::optional<io::any_host_volume> vhost;
+  std::optional<any_volume> vals;
+  if (vinfo) {
+    vhost = read_input(input_spec{*opt.values, std::nullopt}, *vinfo);
+    vals = upload_input(s, *vhost, *vinfo);
+    bar.update(++done, steps);
+  }
+  const labelled regions = label_regions(s, ref_of(in), connectivity, relabel);
+  bar.update(++done, steps);
+  const volume<std::int32_t>& labels = regions.labels();
+  const region_table table =
+      vals ? visit_volume(ref_of(*vals),
+                          [&](const auto& v) { return region_stats(s, labels, v, regions.count); })
+           : region_stats(s, labels, labels, regions.count);
+  const std::string csv = region_csv(table.rows(), vals.has_value());
+  s.synchronize();  // the uploads have completed: the host copies may go
+  bar.update(++done, steps);
+  bar.finish();
+  std::fputs(csv.c_str(), out);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include <voxstream/config.hpp>
 #include <voxstream/core/error.hpp>
@@ -71,6 +72,21 @@ void check_output(const std::filesystem::path& out, const extent3& result, bool 
     throw usage_error("output '" + out.string() + "': this build has no TIFF support (libtiff)");
 }
 
+/// Ops whose result is global (labels, distances, holes) need the whole volume at once: a run
+/// that would stream is refused, with what to do instead.
+void check_not_whole_volume(const std::vector<op_spec>& ops, stream_choice how, std::size_t peak,
+                            std::size_t budget) {
+  for (const op_spec& op : ops) {
+    if (!needs_whole_volume(op)) continue;
+    const std::string what = "'" + op.text + "' needs the whole volume in device memory";
+    if (how == stream_choice::always)
+      throw usage_error(what + " and cannot run in a streamed run (leave out --stream)");
+    throw usage_error(what + ": the run needs about " + format_bytes(peak) +
+                      ", more than --budget " + format_bytes(budget) +
+                      " (raise --budget, or force --in-memory)");
+  }
+}
+
 }  // namespace
 
 run_result execute(const run_options& opt) {
@@ -78,9 +94,10 @@ run_result execute(const run_options& opt) {
   const io::volume_info info = probe_input(opt.input);
   const extent3 out_e = result_extent(opt.ops, info.extent);
   const std::size_t budget = opt.budget != 0 ? opt.budget : default_budget();
+  const std::size_t peak = peak_device_bytes(opt.ops, info.extent, info.type);
   const bool stream = opt.streaming == stream_choice::always ||
-                      (opt.streaming == stream_choice::automatic &&
-                       peak_device_bytes(opt.ops, info.extent, info.type) > budget);
+                      (opt.streaming == stream_choice::automatic && peak > budget);
+  if (stream) check_not_whole_volume(opt.ops, opt.streaming, peak, budget);
   const bool terminal = !opt.ops.empty() && is_terminal(opt.ops.back());
   check_output(opt.output, out_e, stream && !terminal);
   if (stream && !terminal && opt.output.empty())

@@ -14,6 +14,7 @@
 #include <voxstream/volume.hpp>
 
 #include "engine.hpp"
+#include "ops_table.hpp"
 
 namespace vox::cli {
 
@@ -51,6 +52,14 @@ template <class In>
   src.pinned = nullptr;
   return src;
 }
+
+/// @brief The voxels of an input file in host memory (a raw input by its layout); blocks.
+[[nodiscard]] io::any_host_volume read_input(const input_spec& in, const io::volume_info& info);
+
+/// @brief `host` in a new device volume with the spacing and origin of `info`. Asynchronous:
+///        `host` (pinned) must outlive the copy (keep it until the stream set is synchronized).
+[[nodiscard]] any_volume upload_input(stream_set& s, const io::any_host_volume& host,
+                                      const io::volume_info& info);
 
 /// @brief Runs `opt.ops` on the whole volume in device memory (run_in_memory.cpp); blocks.
 [[nodiscard]] run_result run_in_memory(const run_options& opt, const io::volume_info& info,

@@ -24,6 +24,11 @@ bool op_is_flag(std::string_view name) {
   return e != nullptr && e->placeholder[0] == '\0';
 }
 
+bool op_value_optional(std::string_view name) {
+  const op_entry* e = find_op(name);
+  return e != nullptr && e->placeholder[0] == '[';
+}
+
 std::pair<std::string, std::string> op_help(std::string_view name) {
   const op_entry* e = find_op(name);
   if (e == nullptr) return {"", ""};
@@ -41,7 +46,10 @@ op_spec parse_op(std::string_view name, std::string_view value) {
     if (!value.empty()) bad_value(what, value, "takes no value");
     return op;
   }
-  if (io::detail::trim(value).empty()) bad_value(what, value, "needs a value");
+  if (io::detail::trim(value).empty()) {
+    if (e->placeholder[0] != '[') bad_value(what, value, "needs a value");
+    value = std::string_view();  // left out: the parser sets the default
+  }
   e->parse(op, value, what);
   return op;
 }
@@ -57,6 +65,10 @@ bool is_projection(const op_spec& op) noexcept { return entry_of(op.kind).last; 
 
 bool is_terminal(const op_spec& op) noexcept {
   return entry_of(op.kind).role == stream_role::terminal;
+}
+
+bool needs_whole_volume(const op_spec& op) noexcept {
+  return entry_of(op.kind).role == stream_role::whole_volume;
 }
 
 void check_op_list(const std::vector<op_spec>& ops) {

@@ -15,6 +15,7 @@
 #include <voxstream/core/dtype.hpp>
 #include <voxstream/core/extent.hpp>
 #include <voxstream/ops/filter.hpp>
+#include <voxstream/ops/morphology.hpp>
 #include <voxstream/ops/projection.hpp>
 
 #include "values.hpp"
@@ -41,6 +42,15 @@ enum class op_kind : std::uint8_t {
   max_projection,      ///< --max-projection x|y|z
   min_projection,      ///< --min-projection x|y|z
   mean_projection,     ///< --mean-projection x|y|z
+  label,               ///< --label[=6|18|26|4|8] (connected components, int32)
+  fill_holes,          ///< --fill-holes[=CONN]
+  keep_largest,        ///< --keep-largest[=CONN] (mask of the largest component)
+  remove_small,        ///< --remove-small N[:CONN]
+  edt,                 ///< --edt[=S|SX,SY,SZ] (Euclidean distance transform)
+  binary_erosion,      ///< --binary-erosion[=SHAPE[:R]]
+  binary_dilation,     ///< --binary-dilation[=SHAPE[:R]]
+  binary_opening,      ///< --binary-opening[=SHAPE[:R]]
+  binary_closing,      ///< --binary-closing[=SHAPE[:R]]
 };
 
 /// @brief One op with its parameters, as parsed from the command line.
@@ -56,6 +66,11 @@ struct op_spec {
   dtype type{dtype::float32};  ///< convert
   extent3 lo{0, 0, 0};         ///< crop: first voxel kept along x, y, z
   extent3 hi{0, 0, 0};         ///< crop: one past the last (0: the volume's end)
+  int connectivity{6};         ///< label, fill-holes, keep-largest, remove-small: 4, 6, 8, 18, 26
+  std::size_t min_size{0};     ///< remove-small: components of fewer voxels are removed
+  bool sampling_given{false};  ///< edt: `sampling` given (else the input's spacing)
+  vec3d sampling{1, 1, 1};     ///< edt: voxel size along x, y, z
+  structuring_element se{};    ///< binary morphology (default: scipy's cross)
   std::string text;            ///< "--gaussian 2", for messages
   /// normalize: the input's min and max over the whole volume, when computed beforehand (a
   /// streamed run computes them in a first pass, since one slab cannot know them).
@@ -68,10 +83,14 @@ struct op_spec {
 [[nodiscard]] const std::vector<std::string>& op_names();
 /// @brief Whether option `name` (without "--") takes no value (--gradient-magnitude).
 [[nodiscard]] bool op_is_flag(std::string_view name);
+/// @brief Whether option `name` (without "--") takes a value that may be left out (--label,
+///        --label=26): the op then runs with its default (the table's default_value).
+[[nodiscard]] bool op_value_optional(std::string_view name);
 /// @brief The value placeholder and the help text of op option `name`.
 [[nodiscard]] std::pair<std::string, std::string> op_help(std::string_view name);
 
-/// @brief Parses one op: `name` is the option without "--", `value` its value (empty for a flag).
+/// @brief Parses one op: `name` is the option without "--", `value` its value (empty for a flag,
+///        or where an optional value was left out).
 ///        Throws usage_error naming the option and what is wrong.
 [[nodiscard]] op_spec parse_op(std::string_view name, std::string_view value);
 
@@ -85,6 +104,11 @@ struct op_spec {
 /// @brief True for the ops that must be the last of any run (the table's `last`: the three
 ///        projections, whose result is 2D).
 [[nodiscard]] bool is_projection(const op_spec& op) noexcept;
+
+/// @brief True for the ops that need the whole volume in device memory (the table's
+///        stream_role::whole_volume: labels, distances, hole filling), which a streamed run
+///        refuses.
+[[nodiscard]] bool needs_whole_volume(const op_spec& op) noexcept;
 
 /// @brief Throws usage_error unless the list is valid: a projection (an op that must be last)
 ///        may only be the last op.

@@ -8,6 +8,8 @@
 //     op_runners.hpp;
 //   - the op's op_kind (op_list.hpp, in the table's order) and any new op_spec fields it needs,
 //     and a sample value in tests/tools/test_ops_table.cpp, which checks the entry.
+// A value that may be left out has its placeholder in brackets ("[CONN]"); the parser then gets
+// an empty value and sets the op's default.
 // Nothing else in the tool names an op: the command line, --help, the op list's checks, the
 // in-memory and streamed runs and the memory estimates read the table. Only prose names ops:
 // a few messages, `run --help`'s footer (cli.cpp) and README.md list them by result type.
@@ -71,6 +73,109 @@ geometry projected_geometry(const op_spec& op, const geometry& in) {
       return {{s.x, s.y, 1.0}, {o.x, o.y, 0.0}};
   }
 }
+
+// --- segmentation: connectivity, sampling, structuring elements -----------------------------------
+
+/// [CONN]: scipy's default structure (6) when left out.
+void parse_optional_connectivity(op_spec& op, std::string_view value, const std::string& what) {
+  op.connectivity = value.empty() ? 6 : parse_connectivity(value, what);
+}
+
+/// [S|SX,SY,SZ]: the input's spacing when left out.
+void parse_sampling(op_spec& op, std::string_view value, const std::string& what) {
+  if (value.empty()) return;
+  const auto parts = split(value, ',');
+  if (parts.size() != 1 && parts.size() != 3)
+    bad_value(what, value, "expected one voxel size or three (SX,SY,SZ)");
+  double v[3];
+  for (std::size_t i = 0; i < 3; ++i) {
+    v[i] = parse_number(parts[parts.size() == 1 ? 0 : i], what);
+    if (!(v[i] > 0)) bad_value(what, value, "voxel sizes must be > 0");
+  }
+  op.sampling = {v[0], v[1], v[2]};
+  op.sampling_given = true;
+}
+
+std::size_t parse_radius(std::string_view text, std::string_view what, std::string_view value) {
+  const std::size_t r = parse_count(text, what);
+  if (r > max_ball_radius)
+    bad_value(what, value, "a ball radius is at most " + std::to_string(max_ball_radius));
+  return r;
+}
+
+/// [SHAPE[:R]]: cross (scipy's default, also when left out), ball:R or ball:RX,RY,RZ, disk:R (a
+/// ball in each z-slice), box:S or box:SX,SY,SZ (odd sizes).
+void parse_element(op_spec& op, std::string_view value, const std::string& what) {
+  if (value.empty()) {
+    op.se = structuring_element::cross();
+    return;
+  }
+  const auto parts = split(value, ':');
+  const std::string shape(io::detail::trim(parts[0]));
+  const bool has_size = parts.size() == 2;
+  if (parts.size() > 2) bad_value(what, value, "expected SHAPE or SHAPE:SIZE");
+  if (shape == "cross") {
+    if (has_size) bad_value(what, value, "the cross takes no size (it is the 6 face neighbours)");
+    op.se = structuring_element::cross();
+  } else if (shape == "ball" || shape == "disk") {
+    if (!has_size) bad_value(what, value, "expected " + shape + ":R (a radius)");
+    const auto r = split(parts[1], ',');
+    if (r.size() == 1 || shape == "disk") {
+      if (r.size() != 1) bad_value(what, value, "a disk has one radius");
+      const std::size_t rad = parse_radius(r[0], what, value);
+      if (rad == 0) bad_value(what, value, "the radius must be >= 1");
+      op.se = shape == "disk" ? structuring_element::disk(rad) : structuring_element::ball(rad);
+    } else if (r.size() == 3) {
+      const std::size_t rx = parse_radius(r[0], what, value);
+      const std::size_t ry = parse_radius(r[1], what, value);
+      const std::size_t rz = parse_radius(r[2], what, value);
+      if (rx + ry + rz == 0) bad_value(what, value, "the radii must not all be 0");
+      op.se = structuring_element::ball(rx, ry, rz);
+    } else {
+      bad_value(what, value, "expected ball:R or ball:RX,RY,RZ");
+    }
+  } else if (shape == "box") {
+    if (!has_size) bad_value(what, value, "expected box:S or box:SX,SY,SZ (odd sizes)");
+    const extent3 sz = parse_triple(parts[1], what);
+    expect_odd_window(sz, what, value);
+    op.se = structuring_element::box(filter_size{sz.x, sz.y, sz.z});
+  } else {
+    bad_value(what, value, "the shape is cross, ball:R, disk:R or box:S");
+  }
+}
+
+/// The z radius of one erosion or dilation with op.se.
+std::size_t element_radius(const op_spec& op) {
+  const structuring_element& se = op.se;
+  if (se.dims == 2) return 0;
+  switch (se.kind) {
+    case structuring_element::shape::box:
+      return (se.size.z - 1) / 2;
+    case structuring_element::shape::ball:
+      return se.radius_z;
+    case structuring_element::shape::cross:
+    default:
+      return 1;
+  }
+}
+/// Opening and closing: an erosion and a dilation, each reading the other's result.
+std::size_t twice_element_radius(const op_spec& op) { return 2 * element_radius(op); }
+
+/// Box elements: a normalised copy and the grey filter's scratch, in the input's type; the
+/// others: uint8 intermediates (the ball's row distances, the opening's or closing's first step).
+std::size_t element_scratch(const op_spec& op, extent3 e, dtype in) {
+  if (op.se.kind == structuring_element::shape::box) return 2 * e.voxels() * dtype_size(in);
+  return 3 * e.voxels();
+}
+
+/// The labels of a mask (int32) made by keep-largest and remove-small, and the per-label counts
+/// (fewer labels than half the voxels); an int32 input is the labels itself.
+std::size_t component_scratch(const op_spec&, extent3 e, dtype in) {
+  return (in == dtype::int32 ? 4 : 8) * e.voxels();
+}
+
+dtype int32_type(const op_spec&, dtype) { return dtype::int32; }
+dtype mask_type(const op_spec&, dtype) { return dtype::uint8; }
 
 // A streamed crop reads only its z range from the file; its x/y part runs on each slab.
 const window_hooks crop_window{
@@ -257,6 +362,64 @@ std::vector<op_entry> make_table() {
        "mean intensity projection along x, y or z (must be last); output float32", parse_paxis,
        real_type, no_halo, run_mean_projection, projected_extent, projected_geometry, no_scratch,
        true, stream_role::terminal, &mean_projection_terminal},
+      {op_kind::label, "label", "[CONN]",
+       "connected components of the nonzero voxels, numbered 1..N in memory order as "
+       "scipy.ndimage.label; CONN 6 (default), 18 or 26, or 4 or 8 within each z-slice; output "
+       "int32; needs the whole volume",
+       parse_optional_connectivity, int32_type, no_halo, run_label, same_extent, same_geometry,
+       no_scratch, false, stream_role::whole_volume},
+      {op_kind::fill_holes, "fill-holes", "[CONN]",
+       "fill the holes of a mask (background not connected to the border by CONN, default 6), "
+       "as scipy.ndimage.binary_fill_holes; 0/1 of the same type; needs the whole volume",
+       parse_optional_connectivity, same_type, no_halo, run_fill_holes, same_extent,
+       same_geometry,
+       // The union-find's parents (int32) and the border flags (uint8).
+       [](const op_spec&, extent3 e, dtype) { return 5 * e.voxels(); }, false,
+       stream_role::whole_volume},
+      {op_kind::keep_largest, "keep-largest", "[CONN]",
+       "mask (uint8) of the largest connected component (CONN as for --label); an int32 input "
+       "is taken as labels; needs the whole volume",
+       parse_optional_connectivity, mask_type, no_halo, run_keep_largest, same_extent,
+       same_geometry, component_scratch, false, stream_role::whole_volume},
+      {op_kind::remove_small, "remove-small", "N[:CONN]",
+       "remove the connected components of fewer than N voxels: a mask gives a uint8 mask, an "
+       "int32 input (labels) its labels with the small ones 0; needs the whole volume",
+       [](op_spec& op, std::string_view value, const std::string& what) {
+         const auto parts = split(value, ':');
+         if (parts.size() > 2) bad_value(what, value, "expected N or N:CONN");
+         op.min_size = parse_count(parts[0], what);
+         op.connectivity = parts.size() == 2 ? parse_connectivity(parts[1], what) : 6;
+       },
+       [](const op_spec&, dtype in) { return in == dtype::int32 ? dtype::int32 : dtype::uint8; },
+       no_halo, run_remove_small, same_extent, same_geometry, component_scratch, false,
+       stream_role::whole_volume},
+      {op_kind::edt, "edt", "[S|SX,SY,SZ]",
+       "Euclidean distance of each nonzero voxel to the nearest zero voxel, in units of the "
+       "input's spacing or the voxel size given (scipy.ndimage.distance_transform_edt); output "
+       "float32; needs the whole volume",
+       parse_sampling, real_type, no_halo, run_edt, same_extent, same_geometry,
+       // The passes' nearest features (4 bytes) and, for long columns, parabola stacks (8).
+       [](const op_spec&, extent3 e, dtype) { return 12 * e.voxels(); }, false,
+       stream_role::whole_volume},
+      {op_kind::binary_erosion, "binary-erosion", "[SHAPE[:R]]",
+       "binary erosion (scipy.ndimage.binary_erosion) with SHAPE cross (default), ball:R, "
+       "disk:R or box:S; 0/1 of the same type",
+       parse_element, same_type, element_radius, run_binary_erosion, same_extent, same_geometry,
+       element_scratch},
+      {op_kind::binary_dilation, "binary-dilation", "[SHAPE[:R]]",
+       "binary dilation with SHAPE as for --binary-erosion; 0/1 of the same type", parse_element,
+       same_type, element_radius, run_binary_dilation, same_extent, same_geometry,
+       element_scratch},
+      {op_kind::binary_opening, "binary-opening", "[SHAPE[:R]]",
+       "binary opening (erosion, then dilation) with SHAPE as for --binary-erosion; 0/1 of the "
+       "same type",
+       parse_element, same_type, twice_element_radius, run_binary_opening, same_extent,
+       same_geometry, element_scratch},
+      {op_kind::binary_closing, "binary-closing", "[SHAPE[:R]]",
+       "binary closing (dilation, then erosion; the border is background, as in scipy) with "
+       "SHAPE as for --binary-erosion; 0/1 of the same type",
+       parse_element, same_type, twice_element_radius, run_binary_closing, same_extent,
+       same_geometry, element_scratch},
   };
 }
 

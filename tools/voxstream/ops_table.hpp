@@ -82,6 +82,8 @@ enum class stream_role : std::uint8_t {
   window,       ///< keeps a box (window_hooks): must be first; its z range is read from the
                 ///< file, the rest of it runs per slab
   terminal,     ///< reduces the slabs into an accumulator (terminal_hooks): must be last
+  whole_volume,  ///< needs the whole volume at once (its result is global: labels, distances,
+                 ///< holes): never streamed; a run with one is in memory or refused
 };
 
 /// @brief The accumulator of a terminal op that ends a streamed run.
@@ -128,17 +130,22 @@ struct window_hooks {
 struct op_entry {
   op_kind kind;
   const char* name;         ///< the option, without "--"
-  const char* placeholder;  ///< its value in --help ("SIGMA"); empty for a flag
+  /// Its value in --help ("SIGMA"); empty for a flag; in brackets ("[CONN]") for a value that
+  /// may be left out (--label, --label=26): `parse` then gets an empty value and sets the default.
+  const char* placeholder;
   const char* help;         ///< its --help text
   /// Reads the option's value into `op` (kind and text are set already); throws usage_error
-  /// naming `what` ("--gaussian"). Not called for a flag.
+  /// naming `what` ("--gaussian"). Not called for a flag; called with an empty value when an
+  /// optional value was left out.
   void (*parse)(op_spec& op, std::string_view value, const std::string& what);
   /// Voxel type of the result for input voxels of type `in`.
   dtype (*type)(const op_spec& op, dtype in);
   /// Slices of z context read on each side of a voxel: the halo a slab needs.
   std::size_t (*z_radius)(const op_spec& op);
   /// Enqueues the op on `in` and returns its result (spacing and origin set by the caller, from
-  /// `geo`). Checks its arguments before enqueuing anything. Asynchronous.
+  /// `geo`). Checks its arguments before enqueuing anything. Asynchronous, except that the ops
+  /// on components (keep-largest, remove-small) wait for the number of labels, which the
+  /// library takes as a host number.
   any_volume (*run)(stream_set& s, const op_spec& op, volume_ref in);
   /// Extent of the result (throws usage_error when the op does not fit `in`).
   extent3 (*extent)(const op_spec& op, extent3 in) = same_extent;

@@ -10,6 +10,15 @@ namespace vox::cli {
 
 namespace {
 
+template <class V>
+struct host_voxel;
+template <class T>
+struct host_voxel<host_volume<T>> {
+  using type = T;
+};
+
+}  // namespace
+
 io::any_host_volume read_input(const input_spec& in, const io::volume_info& info) {
   if (!in.raw) return io::read_any(in.path);
   return visit_dtype(info.type, [&](auto t) -> io::any_host_volume {
@@ -20,14 +29,18 @@ io::any_host_volume read_input(const input_spec& in, const io::volume_info& info
   });
 }
 
-template <class V>
-struct host_voxel;
-template <class T>
-struct host_voxel<host_volume<T>> {
-  using type = T;
-};
-
-}  // namespace
+any_volume upload_input(stream_set& s, const io::any_host_volume& host,
+                        const io::volume_info& info) {
+  return std::visit(
+      [&](const auto& h) -> any_volume {
+        using T = typename host_voxel<std::decay_t<decltype(h)>>::type;
+        volume<T> v(s, h.extent());
+        upload(s, h, v);
+        set_geometry(v, geometry_of_info(info));
+        return any_volume(std::move(v));
+      },
+      host);
+}
 
 run_result run_in_memory(const run_options& opt, const io::volume_info& info, stream_set& s) {
   run_result r;
@@ -39,15 +52,7 @@ run_result run_in_memory(const run_options& opt, const io::volume_info& info, st
   std::size_t done = 0;
   bar.update(done, steps);
   const io::any_host_volume host = read_input(opt.input, info);
-  any_volume cur = std::visit(
-      [&](const auto& h) -> any_volume {
-        using T = typename host_voxel<std::decay_t<decltype(h)>>::type;
-        volume<T> v(s, h.extent());
-        upload(s, h, v);
-        set_geometry(v, geometry_of_info(info));
-        return any_volume(std::move(v));
-      },
-      host);
+  any_volume cur = upload_input(s, host, info);
   bar.update(++done, steps);
   for (const op_spec& op : opt.ops) {
     any_volume next = apply_op(s, op, ref_of(cur));

@@ -1,6 +1,7 @@
 // Streamed runs of `run` (engine_detail.hpp): the op list slab by slab through
 // vox::stream_process. How each op streams is its op table entry's stream_role: per slab, after
-// a pass that finds its input's range, as a window on the file, or as a terminal accumulator.
+// a pass that finds its input's range, as a window on the file, or as a terminal accumulator;
+// ops that need the whole volume are refused (execute() refuses them before any work).
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -115,6 +116,9 @@ run_result run_streamed_as(const run_options& opt, const io::volume_info& full_i
                            stream_set& s, std::size_t budget) {
   std::vector<op_spec> chain = opt.ops;
   for (std::size_t i = 0; i < chain.size(); ++i) {
+    if (role_of(chain[i]) == stream_role::whole_volume)  // execute() says so first
+      throw usage_error("'" + chain[i].text +
+                        "' needs the whole volume in device memory and cannot be streamed");
     if (role_of(chain[i]) == stream_role::window && i > 0)
       throw usage_error("'" + chain[i].text +
                         "' must be the first op of a streamed run (raise --budget to run it in "

@@ -50,6 +50,15 @@ std::size_t parse_count(std::string_view text, std::string_view what) {
   return static_cast<std::size_t>(v);
 }
 
+int parse_connectivity(std::string_view text, std::string_view what) {
+  const std::size_t c = parse_count(text, what);
+  if (c != 4 && c != 6 && c != 8 && c != 18 && c != 26)
+    bad_value(what, text,
+              "connectivity is 6, 18 or 26 (3D: faces, edges, corners), or 4 or 8 (within each "
+              "z-slice)");
+  return static_cast<int>(c);
+}
+
 extent3 parse_triple(std::string_view text, std::string_view what) {
   const auto parts = split(text, ',');
   if (parts.size() == 1) {

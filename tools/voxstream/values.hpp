@@ -50,6 +50,9 @@ class usage_error : public std::runtime_error {
 /// @brief "A:B", whole numbers with A < B. Throws usage_error naming `what`.
 [[nodiscard]] std::pair<std::size_t, std::size_t> parse_index_range(std::string_view text,
                                                                     std::string_view what);
+/// @brief A connectivity of connected components: 6, 18 or 26 (3D: faces, + edges, + corners)
+///        or 4 or 8 (within each z-slice). Throws usage_error naming `what`.
+[[nodiscard]] int parse_connectivity(std::string_view text, std::string_view what);
 /// @brief "LO:HI" (both finite). Throws usage_error naming `what`.
 [[nodiscard]] std::pair<double, double> parse_range(std::string_view text, std::string_view what);
 
