@@ -30,14 +30,7 @@ void accumulate_pass(stream_view s, const std::int32_t* labels, const T* values,
                      region_acc<acc_sum_t<T>>* acc, std::uint64_t* counts, const char* op) {
   const std::size_t slice = e.slice_voxels();
 #if VOX_BACKEND_CUDA
-  tile_geom g{};
-  g.slice = slice;
-  g.tile = tile_voxels(e.voxels(), num_labels, slice);
-  g.tiles_per_slice = (slice + g.tile - 1) / g.tile;
-  g.tiles = g.tiles_per_slice * w.depth();
-  g.z0 = w.z0;
-  g.nx = static_cast<unsigned>(e.x);
-  g.num_labels = static_cast<int>(num_labels);
+  const tile_geom g = make_tile_geom(e, w.z0, w.depth(), num_labels);
   const auto blocks = static_cast<unsigned>(std::min<std::size_t>(g.tiles, max_grid_x));
   tile_kernel<T, Full><<<blocks, iops::op_threads, 0, s.value()>>>(
       labels, values, g, acc, reinterpret_cast<ull*>(counts));

@@ -19,6 +19,7 @@
 #include <voxstream/ops/regions.hpp>
 #include <voxstream/volume.hpp>
 
+#include "../../src/ops/detail/regions_tiles.hpp"
 #include "../common/compare.hpp"
 #include "../common/random.hpp"
 #include "../common/stream_sets.hpp"
@@ -472,6 +473,32 @@ TEST(RegionStats, LaterWritesToTheInputsWaitForTheTable) {
   vox::fill(s, l, std::int32_t{1});  // ordered after the reads by the ledger
   vox::fill(s, v, 0.0f);
   expect_table<float>(t, reference(odd, lab, val, static_cast<std::size_t>(nb)), "overwritten");
+}
+
+TEST(RegionStats, TilesOfTheCudaPassCoverEachSliceWithinTheTableBounds) {
+  // The CUDA pass's sizing (host code): tiles of whole warps' reads, at most max_tile voxels
+  // (tile-relative 32-bit sums), covering each slice with no empty tile.
+  namespace r = vox::detail::rops;
+  for (const extent3 e : {extent3{512, 512, 512}, extent3{37, 53, 29}, extent3{1, 1, 1},
+                          extent3{1, 40, 23}, extent3{5000, 3, 4}, extent3{100000, 1, 2},
+                          extent3{3, 100000, 2}}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{9233},
+                          std::size_t{110592}, std::size_t{1} << 30}) {
+      const r::tile_geom g = r::make_tile_geom(e, 1, 5, n);
+      const std::string at = e.str() + ", " + std::to_string(n) + " labels";
+      EXPECT_EQ(g.tile % r::warp_voxels, 0u) << at;
+      EXPECT_LE(g.tile, r::max_tile) << at;
+      EXPECT_GE(g.tiles_per_slice * g.tile, g.slice) << at;
+      EXPECT_LT((g.tiles_per_slice - 1) * g.tile, g.slice) << at;
+      EXPECT_EQ(g.tiles, 5 * g.tiles_per_slice) << at;
+      EXPECT_EQ(g.z0, 1u) << at;
+    }
+  }
+  // 10^5 labels in 512^3 (bench_ops --segment's cells): about 165 labels a tile, well within
+  // the 512 slots of a block's table; equal tiles.
+  const r::tile_geom g = r::make_tile_geom(extent3{512, 512, 512}, 0, 512, 110592);
+  EXPECT_EQ(g.tiles_per_slice, 19u);
+  EXPECT_EQ(g.tile, 13824u);  // 27 rows of 512
 }
 
 TEST(RegionSizes, MatchReference) {
