@@ -25,7 +25,10 @@ take seconds on 512^3):
 - erosion_ball: cupyx.scipy.ndimage.binary_erosion with a ball of the same radius;
 - region_stats: cupyx's sum_labels + minimum + maximum + center_of_mass + label counts over
   index 1..N (labels from cupyx.label, equal to voxstream's) and, with cuCIM,
-  cucim.skimage.measure.regionprops_table (area, bbox, centroid, intensity mean/min/max).
+  cucim.skimage.measure.regionprops_table (area, bbox, centroid, intensity mean/min/max);
+  on "cells" (~10^5 labels, written by bench_ops as cells.i32) the same on those labels, and a
+  cupy bincount-based equivalent (counts, sums and index sums by cp.bincount, min and max by
+  cupyx minimum/maximum).
 It prints one table (case, mask, voxstream ms, x copy, cupyx ms, speedup[, cuCIM ms, speedup])
 and lines
 
@@ -140,6 +143,12 @@ def main(argv=None):
         if os.path.exists(f):
             import numpy as np  # noqa: E402
             masks[name] = cp.asarray(np.fromfile(f, dtype=np.uint8).reshape(nz, ny, nx))
+    cells = None
+    f = os.path.join(tmp, "cells.i32")
+    if os.path.exists(f):
+        import numpy as np  # noqa: E402
+        cells = cp.asarray(np.fromfile(f, dtype=np.int32).reshape(nz, ny, nx))
+        masks["cells"] = cells
     values = None
     f = os.path.join(tmp, "values.f32")
     if os.path.exists(f):
@@ -160,6 +169,15 @@ def main(argv=None):
         if case.startswith("erosion_ball"):
             fp = ball(cp, int(case[len("erosion_ball"):]))
             return lambda m: ndi.binary_erosion(m, structure=fp)
+        if case == "region_stats" and values is not None and m is cells:
+            def stats_cells(lab):
+                n = int(lab.max())
+                idx = cp.arange(1, n + 1)
+                return (ndi.sum_labels(values, lab, idx), ndi.minimum(values, lab, idx),
+                        ndi.maximum(values, lab, idx),
+                        ndi.center_of_mass(cp.ones(lab.shape, cp.float32), lab, idx),
+                        cp.bincount(lab.ravel()))
+            return stats_cells
         if case == "region_stats" and values is not None:
             def stats(m):
                 lab, n = ndi.label(m, structure=s6)
@@ -174,6 +192,10 @@ def main(argv=None):
     def cucim_fn(case):
         if case == "edt" and cucim_edt is not None:
             return lambda m: cucim_edt(m, float64_distances=False)
+        if case == "region_stats" and cucim_rp is not None and values is not None and m is cells:
+            return lambda lab: cucim_rp(lab, intensity_image=values,
+                                        properties=("area", "bbox", "centroid", "intensity_mean",
+                                                    "intensity_min", "intensity_max"))
         if case == "region_stats" and cucim_rp is not None and values is not None:
             def rp(m):
                 lab, _ = ndi.label(m, structure=s6)
@@ -182,6 +204,23 @@ def main(argv=None):
                                             "intensity_min", "intensity_max"))
             return rp
         return None
+
+    def bincount_fn(case):
+        """counts, value sums and index sums (centroids) by cp.bincount, min and max by cupyx
+        (cp has no scatter-min): the cheapest cupy route to the same table."""
+        if case != "region_stats" or values is None:
+            return None
+
+        def run(lab):
+            flat = lab.ravel()
+            n = int(flat.max()) + 1
+            idx = cp.arange(1, n)
+            zz, yy, xx = cp.indices(lab.shape, dtype=cp.int32)
+            return (cp.bincount(flat, minlength=n), cp.bincount(flat, values.ravel(), n),
+                    cp.bincount(flat, xx.ravel(), n), cp.bincount(flat, yy.ravel(), n),
+                    cp.bincount(flat, zz.ravel(), n), ndi.minimum(values, lab, idx),
+                    ndi.maximum(values, lab, idx))
+        return run
 
     rows = []
     for r in results:
@@ -202,6 +241,14 @@ def main(argv=None):
                 row["cucim_ms"] = time_fn(cp, fn, m, args.reps, args.cap_ms)
             except Exception as e:  # noqa: BLE001
                 print("segment_compare: cuCIM %s failed: %s" % (case, e))
+        fn = bincount_fn(case) if m is not None and m is cells else None
+        if fn is not None:
+            try:
+                row["bincount_ms"] = time_fn(cp, fn, m, args.reps, args.cap_ms)
+                print("cmp %-14s %-8s cupy bincount-based %.3f ms" % (case, mask,
+                                                                     row["bincount_ms"]))
+            except Exception as e:  # noqa: BLE001
+                print("segment_compare: bincount %s failed: %s" % (case, e))
         rows.append(row)
         print("cmp %-14s %-8s vox %.3f ms  cupyx %s  cuCIM %s" % (
             case, mask, row["ms"], "%.3f ms" % row["cupyx_ms"] if "cupyx_ms" in row else "-",
@@ -222,6 +269,8 @@ def main(argv=None):
             line += " cupyx_ms=%.4f speedup=%.2f" % (cx, cx / v)
         if cc:
             line += " cucim_ms=%.4f cucim_speedup=%.2f" % (cc, cc / v)
+        if row.get("bincount_ms"):
+            line += " bincount_ms=%.4f" % row["bincount_ms"]
         print(line)
 
     print("\ntargets (issue 20):")

@@ -10,14 +10,21 @@
 // Cases per mask: label_6, label_26, edt (float distances, unit spacing), fill_holes,
 // erosion_ball3 (binary erosion by a ball of radius 3), and on blobs region_stats (labels of
 // label_6, values = the smoothed noise).
+// Then region_stats on "cells", ~10^5 labels (issue 20's many-label case): a partition of the
+// whole volume into cells of 11^3 voxels on a grid whose planes are shifted by seeded offsets
+// in blocks of 4 x 4 voxels (irregular cells, no background), ids in a seeded random order of
+// 1..N (N = the cells of the grid, a few of them empty at the edges); values = the smoothed
+// noise.
 // RESULT lines:
 //   segment shape=XxYxZ streams=N                                     (first, for the script)
 //   RESULT segment copy_u8 <mask> ms=.. xcopy=1                      (the reference)
 //   RESULT segment copy_f32 values ms=..                              (bytes of a read of both
 //          an int32 and a float volume: the reference of region_stats, xread)
 //   RESULT segment <case> <mask> ms=<median> xcopy=<ms / copy_u8 ms> [labels=N] [xread=..]
-// With --write-masks DIR, the masks (blobs.u8, phantom.u8, x fastest) and the values
-// (values.f32) are written there for the script.
+//   RESULT segment copy_i32 cells ms=..                               (copy of the cell labels)
+//   RESULT segment region_stats cells ms=.. xcopy=<ms / copy_i32 ms> labels=N xread=..
+// With --write-masks DIR, the masks (blobs.u8, phantom.u8, x fastest), the values
+// (values.f32) and the cell labels (cells.i32) are written there for the script.
 #include "bench_ops.hpp"
 
 #include <algorithm>
@@ -26,6 +33,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <voxstream/io/transfer.hpp>
@@ -81,6 +89,34 @@ void write_raw(const std::string& path, vox::stream_set& set, const vox::volume<
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(h.data()), static_cast<std::streamsize>(h.size() * sizeof(T)));
   if (!f) std::fprintf(stderr, "bench_ops --segment: cannot write %s\n", path.c_str());
+}
+
+/// The "cells" labels (see the file comment): ids 1..*count, every voxel labelled.
+std::vector<std::int32_t> cell_labels(const vox::extent3& e, std::size_t* count) {
+  constexpr std::size_t cell = 11, jitter_block = 4;
+  const std::size_t cx = e.x / cell + 2, cy = e.y / cell + 2, cz = e.z / cell + 2;
+  const std::size_t n = cx * cy * cz;
+  std::vector<std::int32_t> id(n);
+  for (std::size_t i = 0; i < n; ++i) id[i] = static_cast<std::int32_t>(i + 1);
+  for (std::size_t i = n - 1; i > 0; --i)  // seeded Fisher-Yates
+    std::swap(id[i], id[mix(0xce11 + i) % (i + 1)]);
+  // Offset of the planes of axis a at the block (u, v) of the two other axes.
+  auto shift = [&](int a, std::size_t u, std::size_t v) {
+    return static_cast<std::size_t>(
+        mix((static_cast<std::uint64_t>(a) << 60) ^ ((u / jitter_block) << 30) ^ (v / jitter_block)) %
+        cell);
+  };
+  std::vector<std::int32_t> lab(e.voxels());
+  std::size_t i = 0;
+  for (std::size_t z = 0; z < e.z; ++z)
+    for (std::size_t y = 0; y < e.y; ++y)
+      for (std::size_t x = 0; x < e.x; ++x, ++i) {
+        const std::size_t kx = (x + shift(0, y, z)) / cell, ky = (y + shift(1, x, z)) / cell,
+                          kz = (z + shift(2, x, y)) / cell;
+        lab[i] = id[(kz * cy + ky) * cx + kx];
+      }
+  *count = n;
+  return lab;
 }
 
 float median_of(timer& t, int reps, const std::function<void(int)>& run) {
@@ -170,6 +206,27 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
       std::snprintf(extra, sizeof extra, " labels=%zu xread=%.3f", count, ms / copyf_ms);
       report("region_stats", ms, extra);
     }
+  }
+
+  // Many labels: the cells.
+  {
+    std::size_t count = 0;
+    {
+      const auto h = cell_labels(e, &count);
+      vox::upload(set, h.data(), n, labels);
+    }
+    if (!o.write_dir.empty()) write_raw(o.write_dir + "/cells.i32", set, labels);
+    set.synchronize();
+    vox::volume<std::int32_t> copy32(set, e);
+    const float copy_ms = median_of(t, o.reps, [&](int) { vox::copy(set, labels, copy32); });
+    std::printf("RESULT segment copy_i32 cells ms=%.4f\n", copy_ms);
+    const float ms = median_of(t, o.reps, [&](int) {
+      auto table = vox::region_stats(set, labels, values, count);
+      (void)table;
+    });
+    std::printf("RESULT segment region_stats cells ms=%.4f xcopy=%.3f labels=%zu xread=%.3f\n", ms,
+                ms / copy_ms, count, ms / copyf_ms);
+    std::fflush(stdout);
   }
   return 0;
 }

@@ -19,6 +19,7 @@
 #include <voxstream/ops/regions.hpp>
 #include <voxstream/volume.hpp>
 
+#include "../../src/ops/detail/regions_tiles.hpp"
 #include "../common/compare.hpp"
 #include "../common/random.hpp"
 #include "../common/stream_sets.hpp"
@@ -307,6 +308,78 @@ TYPED_TEST(RegionStatsTyped, SingleSliceAndSingleVoxel) {
   }
 }
 
+TYPED_TEST(RegionStatsTyped, ManyLabelsScatteredOverflowTheBlockTables) {
+  using T = TypeParam;
+  // 20000 labels scattered at random over 96 x 64 x 20 voxels: every tile of the CUDA pass
+  // meets far more labels than its table holds (the overflow goes straight to the device
+  // accumulators); about 50 labels get no voxel; ids above num_labels and int32's extremes
+  // are ignored.
+  const extent3 e{96, 64, 20};
+  auto lab = random_labels(e, 111, 1, 20000);
+  for (std::size_t i = 0; i < lab.size(); i += 97) lab[i] = std::numeric_limits<std::int32_t>::max();
+  for (std::size_t i = 5; i < lab.size(); i += 101) lab[i] = std::numeric_limits<std::int32_t>::min();
+  for (std::size_t i = 7; i < lab.size(); i += 89) lab[i] = 20001;
+  const auto val = vox_test::full_range_values<T>(e.voxels(), 112, -1e3, 1e3);
+  const auto want = reference(e, lab, val, 20000);
+  ASSERT_GT(std::count_if(want.begin(), want.end(), [](const ref_row& r) { return r.count == 0; }),
+            10);
+  for (const auto& c : configs()) {
+    vox::stream_set s = vox_test::make_set(c);
+    const auto l = make_volume(s, e, lab);
+    const auto v = make_volume(s, e, val);
+    expect_table<T>(vox::region_stats(s, l, v, 20000), want, vox_test::describe(c));
+  }
+}
+
+TYPED_TEST(RegionStatsTyped, RunsAcrossWarpsTilesAndRows) {
+  using T = TypeParam;
+  // Rows of 5000 voxels in stretches of 1 to 700 voxels of one label (runs across the 128
+  // voxels a warp reads, and across the CUDA pass's tiles, which end inside rows), a label
+  // running on over the end of one row into the next, and full-range values (int32 sums
+  // beyond 32 bits).
+  const extent3 e{5000, 3, 4};
+  std::mt19937 rng(121);
+  std::uniform_int_distribution<int> len(1, 700);
+  std::uniform_int_distribution<int> id(0, 60);  // 0: background
+  std::vector<std::int32_t> lab(e.voxels());
+  for (std::size_t i = 0; i < lab.size();) {
+    const auto n = static_cast<std::size_t>(len(rng));
+    const int l = id(rng);
+    for (std::size_t k = 0; k < n && i < lab.size(); ++k, ++i) lab[i] = l;
+  }
+  const auto val = vox_test::full_range_values<T>(e.voxels(), 122, -1e6, 1e6);
+  for (const auto& c : configs()) {
+    vox::stream_set s = vox_test::make_set(c);
+    const auto l = make_volume(s, e, lab);
+    const auto v = make_volume(s, e, val);
+    expect_table<T>(vox::region_stats(s, l, v, 60), reference(e, lab, val, 60),
+                    vox_test::describe(c));
+  }
+}
+
+TEST(RegionStats, NaNInsideLongRunsAndLabelsNearTheTop) {
+  // Long runs of a few labels with NaN here and there (sums NaN, min and max without them),
+  // and label ids near 2^18 (a table of 2^18 labels, most of them empty).
+  const extent3 e{700, 9, 5};
+  constexpr std::int32_t top = 1 << 18;
+  std::vector<std::int32_t> lab(e.voxels());
+  for (std::size_t i = 0; i < lab.size(); ++i)
+    lab[i] = top - static_cast<std::int32_t>((i / 211) % 5);  // top - 4 .. top
+  auto val = vox_test::random_values<double>(e.voxels(), 131, -50.0, 50.0);
+  for (std::size_t i = 3; i < val.size(); i += 1999) val[i] = std::numeric_limits<double>::quiet_NaN();
+  const auto valf = std::vector<float>(val.begin(), val.end());
+  vox::stream_set s(3);
+  const auto l = make_volume(s, e, lab);
+  const auto v = make_volume(s, e, val);
+  const auto vf = make_volume(s, e, valf);
+  const auto n = static_cast<std::size_t>(top);
+  const auto want = reference(e, lab, val, n);
+  ASSERT_TRUE(want[n - 1].any_nan);
+  expect_table<double>(vox::region_stats(s, l, v, n), want, "double");
+  expect_table<float>(vox::region_stats(s, l, vf, n), reference(e, lab, valf, n), "float");
+  EXPECT_EQ(vox::sizes(s, l, n).rows(), ref_sizes(lab, n));
+}
+
 TEST(RegionStats, ColumnsAndLongRows) {
   // nx = 1 (every voxel starts a row) and nx = 300 (runs longer than a warp), several streams.
   vox::stream_set s(4, [] {
@@ -400,6 +473,32 @@ TEST(RegionStats, LaterWritesToTheInputsWaitForTheTable) {
   vox::fill(s, l, std::int32_t{1});  // ordered after the reads by the ledger
   vox::fill(s, v, 0.0f);
   expect_table<float>(t, reference(odd, lab, val, static_cast<std::size_t>(nb)), "overwritten");
+}
+
+TEST(RegionStats, TilesOfTheCudaPassCoverEachSliceWithinTheTableBounds) {
+  // The CUDA pass's sizing (host code): tiles of whole warps' reads, at most max_tile voxels
+  // (tile-relative 32-bit sums), covering each slice with no empty tile.
+  namespace r = vox::detail::rops;
+  for (const extent3 e : {extent3{512, 512, 512}, extent3{37, 53, 29}, extent3{1, 1, 1},
+                          extent3{1, 40, 23}, extent3{5000, 3, 4}, extent3{100000, 1, 2},
+                          extent3{3, 100000, 2}}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{9233},
+                          std::size_t{110592}, std::size_t{1} << 30}) {
+      const r::tile_geom g = r::make_tile_geom(e, 1, 5, n);
+      const std::string at = e.str() + ", " + std::to_string(n) + " labels";
+      EXPECT_EQ(g.tile % r::warp_voxels, 0u) << at;
+      EXPECT_LE(g.tile, r::max_tile) << at;
+      EXPECT_GE(g.tiles_per_slice * g.tile, g.slice) << at;
+      EXPECT_LT((g.tiles_per_slice - 1) * g.tile, g.slice) << at;
+      EXPECT_EQ(g.tiles, 5 * g.tiles_per_slice) << at;
+      EXPECT_EQ(g.z0, 1u) << at;
+    }
+  }
+  // 10^5 labels in 512^3 (bench_ops --segment's cells): about 165 labels a tile, well within
+  // the 512 slots of a block's table; equal tiles.
+  const r::tile_geom g = r::make_tile_geom(extent3{512, 512, 512}, 0, 512, 110592);
+  EXPECT_EQ(g.tiles_per_slice, 19u);
+  EXPECT_EQ(g.tile, 13824u);  // 27 rows of 512
 }
 
 TEST(RegionSizes, MatchReference) {

@@ -9,14 +9,17 @@
 /// wait); nothing here waits on the host except the explicit download of a table
 /// (label_table::rows()).
 ///
-/// Plan: the labels (and values) are read per slab on the slab streams, as the whole-volume
-/// reductions do (reduce.hpp). On CUDA each block aggregates a short contiguous run of voxels
-/// before it touches the per-label device accumulators: every warp reduces runs of equal labels
-/// within a row (shuffles), the runs go into a per-block hash table in shared memory (shared
-/// atomics), and the block adds each table entry into the device accumulators with global
-/// atomics (where the table is full, a run adds straight into them). Then, for the
-/// statistics, one launch on the set's first stream, which the ledger joins to the slab
-/// streams, turns the accumulators into the table (means, centroids, half-open boxes).
+/// Plan: the labels (and values) are read once, per slab on the slab streams, as the
+/// whole-volume reductions do (reduce.hpp). On CUDA a slab is cut into tiles of at most 16384
+/// voxels within one slice, one block per tile at a time. A warp reads 128 consecutive voxels
+/// at a time, 4 per lane: the lanes reduce their strips, a segmented scan (shuffles) completes
+/// the runs of equal labels along a row, and each run is added once into a per-block hash
+/// table in shared memory (32-bit shared atomics but for the sum, and for a double's min and
+/// max; positions relative to the tile; where the table is full, a run adds straight into the device accumulators).
+/// At the end of a tile, each of its labels is added into the device accumulators (one global
+/// atomic per field). Then, for the statistics, one launch on the set's first stream, which
+/// the ledger joins to the slab streams, turns the accumulators into the table (means,
+/// centroids, half-open boxes).
 /// remove_small_objects and keep_largest read the sizes on the device: no host wait.
 /// Every op also throws vox::invalid_argument, with nothing enqueued, for an axis of 2^31 - 1
 /// voxels or more (box corners are int32).
