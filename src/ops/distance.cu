@@ -29,19 +29,19 @@ std::atomic<int> capacity_override{0};  // 0: automatic
 void force_stack_capacity(int entries) noexcept { capacity_override.store(std::max(entries, 0)); }
 
 /// Entries of the bounded stack of a column pass over columns of `n` voxels with entries of
-/// `entry` bytes; 0: unbounded (host backend, no override).
-int stack_capacity(std::size_t n, std::size_t entry) {
+/// `entry` bytes, automatically `block_bytes` of shared memory per block of 128 columns; 0:
+/// unbounded (host backend, no override).
+int stack_capacity(std::size_t n, std::size_t entry, std::size_t block_bytes) {
   const int forced = capacity_override.load();
 #if VOX_BACKEND_CUDA
-  // 32 KiB per block of 128 columns: ~7 blocks (28 warps) per multiprocessor on an H200. Not
-  // yet tuned on a GPU.
-  const std::size_t automatic = 32 * 1024 / (std::size_t{col_block} * entry);
+  const std::size_t automatic = block_bytes / (std::size_t{col_block} * entry);
   const std::size_t most = 48 * 1024 / (std::size_t{col_block} * entry);
   const std::size_t cap =
       forced > 0 ? std::min<std::size_t>(static_cast<std::size_t>(forced), most) : automatic;
   return static_cast<int>(std::max<std::size_t>(std::min(cap, n), 1));
 #else
   (void)entry;
+  (void)block_bytes;
   return forced > 0 ? static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(forced), n))
                     : 0;
 #endif
@@ -79,8 +79,12 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
   std::optional<iops::scratch<W>> a_own;
   if (!a_in_out) a_own.emplace(streams, c, voxels, e.z, false, op);
   W* a = a_in_out ? reinterpret_cast<W*>(out.data()) : a_own->data();
-  const int cap_y = stack_capacity(e.y, sizeof(W));
-  const int cap_z = stack_capacity(e.z, sizeof(z_entry<W>));
+  // Shared memory per block of 128 columns, and so blocks per multiprocessor (227 KiB; 1 KiB
+  // more per block): pass 2 (32 registers with 32-bit words) 16 KiB, 13 blocks (52 warps; 32
+  // entries of 4 bytes); pass 3 (54 registers: 9 blocks) 24 KiB, 9 blocks (36 warps; 24
+  // entries of 8 bytes). Not yet tuned on a GPU.
+  const int cap_y = stack_capacity(e.y, sizeof(W), 16 * 1024);
+  const int cap_z = stack_capacity(e.z, sizeof(z_entry<W>), 24 * 1024);
 
 #if VOX_BACKEND_CUDA
   // Overflow lists. Pass 2: a count per slab (at the slab's first slice), then the slab's column

@@ -4,8 +4,8 @@
 namespace vox::detail::edt {
 
 /// Entries of the bounded stack that the column passes (along y and z) try first, from now on:
-/// 0 automatic (CUDA: shared-memory stacks of 32 KiB per block of 128 columns, i.e. 64 entries
-/// in pass 2 and 32 in pass 3 with 32-bit words; host: unbounded, no retry), n > 0 at most n
+/// 0 automatic (CUDA: shared-memory stacks of 16 KiB per block of 128 columns in pass 2, i.e. 32
+/// entries with 32-bit words, 24 KiB in pass 3, 24 entries; host: unbounded, no retry), n > 0 at most n
 /// entries (CUDA: capped by 48 KiB per block), and a column that needs more is redone by the
 /// overflow path (pass 2: its stack in place in its input; pass 3: a pool of global stacks), on
 /// both backends. Small n sends most columns through the overflow path. For tests and benchmarks.

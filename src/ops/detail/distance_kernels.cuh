@@ -26,14 +26,16 @@
 //     the previous one are final, they are written at once (sweep down) and the stack restarts
 //     from that site. So a stack only holds the hull of the sites between two zero voxels of the
 //     column (short in typical masks) instead of up to n entries;
-//   - the stacks live in shared memory, `cap` entries per column (32 KiB per block of 128
-//     columns: 64 entries in pass 2, 32 in pass 3); a column whose stack would grow past `cap`
+//   - the stacks live in shared memory, `cap` entries per column (16 KiB per block of 128
+//     columns in pass 2: 32 entries, 24 KiB in pass 3: 24 entries, with 32-bit words; blocks per
+//     multiprocessor 13 and 9, set by the shared memory and the registers: 32 and 54, see
+//     distance.cu); a column whose stack would grow past `cap`
 //     is abandoned and its index appended to an overflow list, and a second kernel redoes the
 //     listed columns with unbounded stacks: pass 2 in place in its input (pass 1's words; the
 //     entry k of the stack is stored at position k of the column, which the sweep has already
 //     read, and the entries are words of the same format), pass 3 in a pool of per-thread
-//     stacks in global memory. With shared stacks this small, blocks of 128 threads fit ~7 per
-//     multiprocessor (28 warps, was 3 warps with 64 KiB stacks per 32 columns).
+//     stacks in global memory. With shared stacks this small, 36 to 52 warps are resident per
+//     multiprocessor (was 3 warps: 64 KiB stacks per 32 columns).
 // The positions are 32-bit ints (every extent < 2^31), offsets 64-bit.
 #pragma once
 
