@@ -49,13 +49,15 @@ int stack_capacity(std::size_t n, std::size_t entry, std::size_t block_bytes) {
 
 /// True when the sampling is isotropic and scipy's squared distances are exact in double for
 /// every offset in the volume (sampling m 2^e with an odd m <= 1024, extents <= 32767: each
-/// s * d has at most 25 significant bits, so every product and sum is exact): the argmin over
-/// sites, ties included, is then the one of unit spacing in integers.
+/// s * d has at most 25 significant bits, so every product and sum is exact, and equals
+/// s^2 (dz^2 + dy^2 + dx^2)): the argmin over sites, ties included, is then the one of unit
+/// spacing in integers, and the distance sqrt(s^2 D) with an integer D.
 bool exact_sampling(const vec3d& s, const extent3& e) {
   if (!(s.x == s.y && s.y == s.z)) return false;
   if (std::max({e.x, e.y, e.z}) > 32767) return false;
   int ex = 0;
   const double f = std::frexp(s.x, &ex);
+  if (ex < -400 || ex > 400) return false;  // far from underflow and overflow
   auto m = static_cast<std::uint64_t>(std::ldexp(f, 53));
   while (m != 0 && m % 2 == 0) m /= 2;
   return m != 0 && m <= 1024;
@@ -220,10 +222,11 @@ void edt(stream_set& streams, const volume<T>& mask, volume<R>& out, const vec3d
   const geom g{static_cast<idx>(e.x), static_cast<idx>(e.y), static_cast<idx>(e.z),
                sampling.x,            sampling.y,            sampling.z};
   if (exact_sampling(sampling, e)) {
-    run<T, R, std::uint32_t>(streams, mask, out, g, exact_arith{}, exact_arith{}, ix, iy, iz, op);
+    const exact_arith ar{sampling.x * sampling.x};
+    run<T, R, std::uint32_t>(streams, mask, out, g, ar, ar, ix, iy, iz, op);
   } else {
-    const double_arith ay{sampling.x, sampling.y, sampling.y * sampling.y};
-    const double_arith az{sampling.x, sampling.y, sampling.z * sampling.z};
+    const double_arith ay{sampling.x, sampling.y, sampling.y * sampling.y, sampling.y};
+    const double_arith az{sampling.x, sampling.y, sampling.z * sampling.z, sampling.z};
     if (fits_word32(e.x, e.y)) {
       run<T, R, std::uint32_t>(streams, mask, out, g, ay, az, ix, iy, iz, op);
     } else {

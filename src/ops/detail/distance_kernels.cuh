@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <voxstream/core/macros.hpp>
@@ -116,9 +117,14 @@ VOX_HD inline double feature_distance(double tz, double ty, double tx) {
 // not_above(1, 2, p): f1(p) <= f2(p), f = g + s2 (p - q)^2.
 
 /// Isotropic sampling with exact scipy distances, every extent <= 32767: unit spacing in
-/// integers (g < 2^31, every product < 2^47 in int64).
+/// integers (g < 2^31, every product < 2^47 in int64). scipy's distance is then exactly
+/// sqrt(ss * (dz^2 + dy^2 + dx^2)) (every step exact, ss the squared sampling): one product.
 struct exact_arith {
   using G = std::int32_t;
+  double ss;
+  VOX_HD double distance(int dz, G gxy) const {
+    return std::sqrt(ss * static_cast<double>(static_cast<std::int64_t>(gxy) + dz * dz));
+  }
   VOX_HD G gx(int dx) const { return dx * dx; }
   VOX_HD G gxy(int dx, int dy) const { return dx * dx + dy * dy; }
   VOX_HD bool keep(int qa, G ga, int qb, G gb, int qc, G gc) const {
@@ -139,6 +145,7 @@ struct double_arith {
   using G = double;
   double sx, sy;  // sampling along x and y (g)
   double s2;      // squared sampling along the column
+  double sz;      // sampling along z (pass 3's distances)
   VOX_HD G gx(int dx) const {
     const double t = sx * static_cast<double>(dx);
     return t * t;
@@ -201,7 +208,8 @@ struct alignas(2 * sizeof(W)) z_entry {
 };
 
 /// Pass 3's column: along z at (x, y), sites weighted by their slice's nearest zero; writes the
-/// distance and, where asked, the feature's indices.
+/// distance (exact_arith: from the integer offsets; double_arith: scipy's formula) and, where
+/// asked, the feature's indices.
 template <class W, class R, class Ar>
 struct z_column {
   using word = W;
@@ -215,9 +223,6 @@ struct z_column {
   std::size_t es;
   int x;
   int y;
-  double sx;
-  double sy;
-  double sz;
   Ar ar;
   VOX_HD W load(int q) const { return in[static_cast<std::size_t>(q) * es]; }
   VOX_HD entry make(int q, W w) const { return entry{w, static_cast<std::uint32_t>(q)}; }
@@ -226,9 +231,13 @@ struct z_column {
   VOX_HD void emit(int p, const entry& e) const {
     const std::size_t o = static_cast<std::size_t>(p) * es;
     const int fx = fx_of(e.w), fy = fy_of(e.w), fz = static_cast<int>(e.q);
-    out[o] = static_cast<R>(feature_distance(sz * static_cast<double>(fz - p),
-                                             sy * static_cast<double>(fy - y),
-                                             sx * static_cast<double>(fx - x)));
+    if constexpr (std::is_same<Ar, exact_arith>::value) {
+      out[o] = static_cast<R>(ar.distance(fz - p, ar.gxy(fx - x, fy - y)));
+    } else {
+      out[o] = static_cast<R>(feature_distance(ar.sz * static_cast<double>(fz - p),
+                                               ar.sy * static_cast<double>(fy - y),
+                                               ar.sx * static_cast<double>(fx - x)));
+    }
     if (ix != nullptr) {
       ix[o] = fx;
       iy[o] = fy;
@@ -467,9 +476,6 @@ __global__ void __launch_bounds__(col_block)
                                  slice,
                                  static_cast<int>(x),
                                  static_cast<int>(y),
-                                 g.sx,
-                                 g.sy,
-                                 g.sz,
                                  ar};
     if (!envelope(col, st, static_cast<int>(g.nz))) {
       const unsigned long long i = atomicAdd(count, 1ull);
@@ -502,9 +508,6 @@ __global__ void __launch_bounds__(fallback_threads)
                                  slice,
                                  static_cast<int>(base % nx),
                                  static_cast<int>(base / nx),
-                                 g.sx,
-                                 g.sy,
-                                 g.sz,
                                  ar};
     envelope(col, st, static_cast<int>(g.nz));
   }
@@ -593,9 +596,6 @@ void host_z(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_
                                    slice,
                                    static_cast<int>(c % g.nx),
                                    static_cast<int>(c / g.nx),
-                                   g.sx,
-                                   g.sy,
-                                   g.sz,
                                    ar};
       if (cap > 0 && envelope(col, col_stack<z_entry<W>>{small.data(), 1, cap}, nz)) continue;
       envelope(col, col_stack<z_entry<W>>{full.data(), 1, nz}, nz);
