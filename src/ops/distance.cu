@@ -82,9 +82,10 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
   if (!a_in_out) a_own.emplace(streams, c, voxels, e.z, false, op);
   W* a = a_in_out ? reinterpret_cast<W*>(out.data()) : a_own->data();
   // Shared memory per block of 128 columns, and so blocks per multiprocessor (227 KiB; 1 KiB
-  // more per block): pass 2 (32 registers with 32-bit words) 16 KiB, 13 blocks (52 warps; 32
-  // entries of 4 bytes); pass 3 (54 registers: 9 blocks) 24 KiB, 9 blocks (36 warps; 24
-  // entries of 8 bytes). Not yet tuned on a GPU.
+  // more per block): pass 2 (32 to 40 registers; __launch_bounds__ for 12 blocks) 16 KiB, 12
+  // blocks (48 warps; 32 entries of 4 bytes); pass 3 (56 registers at most:
+  // __launch_bounds__ for 9 blocks) 24 KiB, 9 blocks (36 warps; 24 entries of 8 bytes). Not
+  // yet tuned on a GPU.
   const int cap_y = stack_capacity(e.y, sizeof(W), 16 * 1024);
   const int cap_z = stack_capacity(e.z, sizeof(z_entry<W>), 24 * 1024);
 

@@ -395,6 +395,8 @@ TEST(DistanceShapes, BoundedStacksAndTheOverflowPathAgree) {
     long_shape({35, 29, 31}, 27u + unsigned(cap), 3, {2.5, 2.5, 2.5});
     long_shape({1, 1, 40}, 37u + unsigned(cap), 2, {1.0, 1.0, 1.0});
     long_shape({3, 70000, 1}, 47u + unsigned(cap), 12, {1.0, 1.0, 1.0});
+    long_shape({40, 30, 1}, 57u + unsigned(cap), 6, {1.0, 1.0, 1.0});
+    long_shape({26, 3, 33}, 67u + unsigned(cap), 30, {0.75, 0.75, 0.75});
   }
   vox::detail::edt::force_stack_capacity(0);
 }

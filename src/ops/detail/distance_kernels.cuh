@@ -28,13 +28,13 @@
 //     column (short in typical masks) instead of up to n entries;
 //   - the stacks live in shared memory, `cap` entries per column (16 KiB per block of 128
 //     columns in pass 2: 32 entries, 24 KiB in pass 3: 24 entries, with 32-bit words; blocks per
-//     multiprocessor 13 and 9, set by the shared memory and the registers: 32 and 54, see
-//     distance.cu); a column whose stack would grow past `cap`
+//     multiprocessor 12 and 9, set by the shared memory and the registers: at most 40 and 56
+//     by __launch_bounds__, see distance.cu); a column whose stack would grow past `cap`
 //     is abandoned and its index appended to an overflow list, and a second kernel redoes the
 //     listed columns with unbounded stacks: pass 2 in place in its input (pass 1's words; the
 //     entry k of the stack is stored at position k of the column, which the sweep has already
 //     read, and the entries are words of the same format), pass 3 in a pool of per-thread
-//     stacks in global memory. With shared stacks this small, 36 to 52 warps are resident per
+//     stacks in global memory. With shared stacks this small, 36 to 48 warps are resident per
 //     multiprocessor (was 3 warps: 64 KiB stacks per 32 columns).
 // The positions are 32-bit ints (every extent < 2^31), offsets 64-bit.
 #pragma once
@@ -415,7 +415,7 @@ __device__ __forceinline__ col_stack<E, unsigned> shared_stack(int cap) {
 /// A column that needs more than `cap` stack entries goes to the slab's overflow list (count,
 /// then ids: (z - z0) * nx + x).
 template <class W, class Ar>
-__global__ void __launch_bounds__(col_block)
+__global__ void __launch_bounds__(col_block, 12)
     edt_y_kernel(const W* in, W* out, geom g, Ar ar, int cap, idx z0, idx z1,
                  unsigned long long* count, unsigned long long* ids) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
@@ -458,7 +458,7 @@ __global__ void __launch_bounds__(fallback_threads)
 /// Pass 3: a thread per column along z at (x, y); the grid's y walks the rows. Overflowing
 /// columns go to the list (count, then ids: y * nx + x).
 template <class W, class R, class Ar>
-__global__ void __launch_bounds__(col_block)
+__global__ void __launch_bounds__(col_block, 9)
     edt_z_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
                  geom g, Ar ar, int cap, unsigned long long* count, unsigned long long* ids) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
