@@ -23,62 +23,50 @@ namespace vox {
 namespace detail::edt {
 
 namespace {
-std::atomic<int> stack_override{0};  // 0: automatic, 1: shared, 2: global
+std::atomic<int> capacity_override{0};  // 0: automatic
 }  // namespace
 
-void force_stack_place(int mode) noexcept { stack_override.store(mode); }
+void force_stack_capacity(int entries) noexcept { capacity_override.store(std::max(entries, 0)); }
 
-/// Largest shared-memory stack block (32 columns of 4-byte entries): columns up to 512 voxels,
-/// three blocks per multiprocessor on an H200. Longer columns keep their stacks in a global
-/// buffer instead (more columns in flight, at the cost of the stack's traffic through L2).
-/// Not yet tuned on a GPU.
-inline constexpr std::size_t smem_stack_bytes = 64 * 1024;
-/// ... and the most that force_stack_place(1) puts there (below sm_90's 227 KiB per block).
-inline constexpr std::size_t smem_stack_forced_max = 200 * 1024;
-
-/// Where a column pass over columns of `n` voxels keeps its stacks.
-stack_place place_for(std::size_t n) {
-  if (!fits_stack32(n)) return stack_place::global;
-  const int forced = stack_override.load();
-  if (forced == 1 && std::size_t{32} * n * sizeof(std::uint32_t) <= smem_stack_forced_max)
-    return stack_place::shared;
-  if (forced == 2) return stack_place::global;
-  return std::size_t{32} * n * sizeof(std::uint32_t) <= smem_stack_bytes ? stack_place::shared
-                                                                          : stack_place::global;
-}
-
+/// Entries of the bounded stack of a column pass over columns of `n` voxels with entries of
+/// `entry` bytes, automatically `block_bytes` of shared memory per block of 128 columns; 0:
+/// unbounded (host backend, no override).
+int stack_capacity(std::size_t n, std::size_t entry, std::size_t block_bytes) {
+  const int forced = capacity_override.load();
 #if VOX_BACKEND_CUDA
-/// Calls go(S{}, place constant) for the stack of a column pass over columns of `n` voxels.
-template <class Go>
-void with_stack(std::size_t n, stack_place place, Go&& go) {
-  using shared_t = std::integral_constant<stack_place, stack_place::shared>;
-  using global_t = std::integral_constant<stack_place, stack_place::global>;
-  if (!fits_stack32(n)) {
-    go(std::uint64_t{}, global_t{});
-  } else if (place == stack_place::shared) {
-    go(std::uint32_t{}, shared_t{});
-  } else {
-    go(std::uint32_t{}, global_t{});
-  }
-}
-
-/// Dynamic shared memory of a column kernel `k` over columns of `n` voxels.
-template <class K>
-std::size_t stack_smem(K* k, std::size_t n, stack_place place, const char* op) {
-  if (place != stack_place::shared) return 0;
-  const std::size_t bytes = std::size_t{col_threads} * n * sizeof(std::uint32_t);
-  if (bytes > 48 * 1024)
-    VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(bytes)),
-                 op);
-  return bytes;
-}
+  const std::size_t automatic = block_bytes / (std::size_t{col_block} * entry);
+  const std::size_t most = 48 * 1024 / (std::size_t{col_block} * entry);
+  const std::size_t cap =
+      forced > 0 ? std::min<std::size_t>(static_cast<std::size_t>(forced), most) : automatic;
+  return static_cast<int>(std::max<std::size_t>(std::min(cap, n), 1));
+#else
+  (void)entry;
+  (void)block_bytes;
+  return forced > 0 ? static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(forced), n))
+                    : 0;
 #endif
+}
 
-template <class T, class R, class W>
-void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom& g,
-         volume<std::int32_t>* ix, volume<std::int32_t>* iy, volume<std::int32_t>* iz,
-         const char* op) {
+/// True when the sampling is isotropic and scipy's squared distances are exact in double for
+/// every offset in the volume (sampling m 2^e with an odd m <= 1024, extents <= 32767: each
+/// s * d has at most 25 significant bits, so every product and sum is exact, and equals
+/// s^2 (dz^2 + dy^2 + dx^2)): the argmin over sites, ties included, is then the one of unit
+/// spacing in integers, and the distance sqrt(s^2 D) with an integer D.
+bool exact_sampling(const vec3d& s, const extent3& e) {
+  if (!(s.x == s.y && s.y == s.z)) return false;
+  if (std::max({e.x, e.y, e.z}) > 32767) return false;
+  int ex = 0;
+  const double f = std::frexp(s.x, &ex);
+  if (ex < -400 || ex > 400) return false;  // far from underflow and overflow
+  auto m = static_cast<std::uint64_t>(std::ldexp(f, 53));
+  while (m != 0 && m % 2 == 0) m /= 2;
+  return m != 0 && m <= 1024;
+}
+
+template <class T, class R, class W, class Ar>
+void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom& g, const Ar& ay,
+         const Ar& az, volume<std::int32_t>* ix, volume<std::int32_t>* iy,
+         volume<std::int32_t>* iz, const char* op) {
   const extent3 e = mask.extent();
   const std::size_t voxels = e.voxels();
   const std::size_t c = streams.plan(e.z).front().stream;
@@ -86,23 +74,33 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
   const std::vector<slab> plan = streams.plan(exec::work_of({read(mask), write(out)}, op, 3.0));
 
   // Pass 2 writes its words to b; pass 1 writes its words to out's storage where they fit there
-  // (pass 3 overwrites it), to a scratch buffer otherwise.
+  // (pass 3 overwrites it), to a scratch buffer otherwise. Pass 2's overflowing columns keep
+  // their stacks in a (dead after pass 2).
   iops::scratch<W> b(streams, c, voxels, e.z, false, op);
   const bool a_in_out = sizeof(R) >= sizeof(W);
   std::optional<iops::scratch<W>> a_own;
   if (!a_in_out) a_own.emplace(streams, c, voxels, e.z, false, op);
   W* a = a_in_out ? reinterpret_cast<W*>(out.data()) : a_own->data();
+  // Shared memory per block of 128 columns, and so blocks per multiprocessor (227 KiB; 1 KiB
+  // more per block): pass 2 (32 to 40 registers; __launch_bounds__ for 12 blocks) 16 KiB, 12
+  // blocks (48 warps; 32 entries of 4 bytes); pass 3 (56 registers at most:
+  // __launch_bounds__ for 9 blocks) 24 KiB, 9 blocks (36 warps; 24 entries of 8 bytes). Not
+  // yet tuned on a GPU.
+  const int cap_y = stack_capacity(e.y, sizeof(W), 16 * 1024);
+  const int cap_z = stack_capacity(e.z, sizeof(z_entry<W>), 24 * 1024);
 
-  const stack_place py = place_for(e.y), pz = place_for(e.z);
 #if VOX_BACKEND_CUDA
-  const bool need_global = py == stack_place::global || pz == stack_place::global;
-  const std::size_t entry = fits_stack32(std::max(e.y, e.z)) ? 4 : 8;
-  std::optional<iops::scratch<unsigned char>> gstack;
-  if (need_global) gstack.emplace(streams, c, voxels * entry, e.z, false, op);
-  unsigned char* gs = need_global ? gstack->data() : nullptr;
-#else
-  (void)py;
-  (void)pz;
+  // Overflow lists. Pass 2: a count per slab (at the slab's first slice), then the slab's column
+  // ids from z0 * nx on. Pass 3: a count, then the ids.
+  iops::scratch<unsigned long long> ylist(streams, c, e.z + e.z * e.x, e.z, false, op);
+  iops::scratch<unsigned long long> zlist(streams, c, 1 + e.x * e.y, e.z, false, op);
+  // Pass 3's overflow stacks: a slot of nz entries per fallback thread, about 32 MiB.
+  const std::size_t slot_bytes = e.z * sizeof(z_entry<W>);
+  std::size_t slots = std::clamp<std::size_t>((std::size_t{32} << 20) / slot_bytes,
+                                              fallback_threads, 8192);
+  slots = std::min(slots, (e.x * e.y + fallback_threads - 1) / fallback_threads * fallback_threads);
+  slots = std::max<std::size_t>(slots / fallback_threads * fallback_threads, fallback_threads);
+  iops::scratch<z_entry<W>> pool(streams, c, slots * e.z, e.z, false, op);
 #endif
 
   const T* src = mask.data();
@@ -111,7 +109,7 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
     std::vector<exec::access> acc{read(mask), b.slabs(exec::access_mode::write)};
     acc.push_back(a_in_out ? exec::access(write(out)) : a_own->slabs(exec::access_mode::write));
 #if VOX_BACKEND_CUDA
-    if (py == stack_place::global) acc.push_back(gstack->slabs(exec::access_mode::write));
+    acc.push_back(ylist.slabs(exec::access_mode::write));
 #endif
     exec::run_op(streams, op, plan, acc, [&](stream_view s, const slab& w) {
       const idx r0 = static_cast<idx>(w.z0) * g.ny, r1 = static_cast<idx>(w.z1) * g.ny;
@@ -121,25 +119,26 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
           static_cast<std::size_t>(r1 - r0 + row_threads / 32 - 1) / (row_threads / 32), 1, wave));
       edt_rows_kernel<T, W><<<blocks, row_threads, 0, s.value()>>>(src, a, g.nx, r0, r1);
       check_launch(op);
-      with_stack(e.y, py, [&](auto s_tag, auto p_tag) {
-        using S = decltype(s_tag);
-        constexpr stack_place P = decltype(p_tag)::value;
-        auto* k = edt_y_kernel<W, S, P>;
-        const std::size_t smem = stack_smem(k, e.y, P, op);
-        constexpr unsigned rows = col_rows(P);
-        const dim3 grid(static_cast<unsigned>((e.x + col_threads - 1) / col_threads),
-                        static_cast<unsigned>(
-                            std::min<std::size_t>((w.depth() + rows - 1) / rows, max_grid_yz)),
-                        1);
-        k<<<grid, dim3(col_threads, rows, 1), smem, s.value()>>>(a, bw, reinterpret_cast<S*>(gs), g,
-                                                  static_cast<idx>(w.z0),
-                                                  static_cast<idx>(w.z1));
-        check_launch(op);
-      });
+      unsigned long long* count = ylist.data() + w.z0;
+      unsigned long long* ids = ylist.data() + e.z + w.z0 * e.x;
+      iops::zero_async(count, sizeof(unsigned long long), s, op);
+      const dim3 grid(static_cast<unsigned>((e.x + col_threads - 1) / col_threads),
+                      static_cast<unsigned>(std::min<std::size_t>(
+                          (w.depth() + col_rows - 1) / col_rows, max_grid_yz)),
+                      1);
+      const std::size_t smem = std::size_t{col_block} * static_cast<std::size_t>(cap_y) * sizeof(W);
+      edt_y_kernel<W, Ar><<<grid, dim3(col_threads, col_rows, 1), smem, s.value()>>>(
+          a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1), count, ids);
+      check_launch(op);
+      const auto fb = static_cast<unsigned>(std::clamp<std::size_t>(
+          (w.depth() * e.x + fallback_threads - 1) / fallback_threads, 1, iops::sm_count(op) * 8));
+      edt_y_fallback_kernel<W, Ar><<<fb, fallback_threads, 0, s.value()>>>(
+          a, bw, g, ay, static_cast<idx>(w.z0), count, ids);
+      check_launch(op);
 #else
       (void)s;
       host_rows<T, W>(src, a, g.nx, r0, r1);
-      host_y<W>(a, bw, g, static_cast<idx>(w.z0), static_cast<idx>(w.z1));
+      host_y<W, Ar>(a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1));
 #endif
     });
   }
@@ -157,26 +156,29 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
     acc.push_back(write(*iz));
   }
 #if VOX_BACKEND_CUDA
-  if (pz == stack_place::global) acc.push_back(gstack->slabs(exec::access_mode::write));
+  acc.push_back(zlist.slabs(exec::access_mode::write));
+  acc.push_back(pool.slabs(exec::access_mode::write));
 #endif
   exec::run_op(streams, op, {slab{c, 0, e.z}}, acc, [&](stream_view s, const slab&) {
 #if VOX_BACKEND_CUDA
-    with_stack(e.z, pz, [&](auto s_tag, auto p_tag) {
-      using S = decltype(s_tag);
-      constexpr stack_place P = decltype(p_tag)::value;
-      auto* k = edt_z_kernel<W, S, P, R>;
-      const std::size_t smem = stack_smem(k, e.z, P, op);
-      constexpr unsigned rows = col_rows(P);
-      const dim3 grid(static_cast<unsigned>((e.x + col_threads - 1) / col_threads),
-                      static_cast<unsigned>(std::min<std::size_t>((e.y + rows - 1) / rows, max_grid_yz)),
-                      1);
-      k<<<grid, dim3(col_threads, rows, 1), smem, s.value()>>>(bw, dst, px, pyi, pzi,
-                                                              reinterpret_cast<S*>(gs), g);
-      check_launch(op);
-    });
+    unsigned long long* count = zlist.data();
+    iops::zero_async(count, sizeof(unsigned long long), s, op);
+    const dim3 grid(static_cast<unsigned>((e.x + col_threads - 1) / col_threads),
+                    static_cast<unsigned>(
+                        std::min<std::size_t>((e.y + col_rows - 1) / col_rows, max_grid_yz)),
+                    1);
+    const std::size_t smem =
+        std::size_t{col_block} * static_cast<std::size_t>(cap_z) * sizeof(z_entry<W>);
+    edt_z_kernel<W, R, Ar><<<grid, dim3(col_threads, col_rows, 1), smem, s.value()>>>(
+        bw, dst, px, pyi, pzi, g, az, cap_z, count, count + 1);
+    check_launch(op);
+    edt_z_fallback_kernel<W, R, Ar>
+        <<<static_cast<unsigned>(slots / fallback_threads), fallback_threads, 0, s.value()>>>(
+            bw, dst, px, pyi, pzi, g, az, pool.data(), count, count + 1);
+    check_launch(op);
 #else
     (void)s;
-    host_z<W, R>(bw, dst, px, pyi, pzi, g);
+    host_z<W, R, Ar>(bw, dst, px, pyi, pzi, g, az, cap_z);
 #endif
   });
 }
@@ -220,10 +222,17 @@ void edt(stream_set& streams, const volume<T>& mask, volume<R>& out, const vec3d
 
   const geom g{static_cast<idx>(e.x), static_cast<idx>(e.y), static_cast<idx>(e.z),
                sampling.x,            sampling.y,            sampling.z};
-  if (fits_word32(e.x, e.y)) {
-    run<T, R, std::uint32_t>(streams, mask, out, g, ix, iy, iz, op);
+  if (exact_sampling(sampling, e)) {
+    const exact_arith ar{sampling.x * sampling.x};
+    run<T, R, std::uint32_t>(streams, mask, out, g, ar, ar, ix, iy, iz, op);
   } else {
-    run<T, R, std::uint64_t>(streams, mask, out, g, ix, iy, iz, op);
+    const double_arith ay{sampling.x, sampling.y, sampling.y * sampling.y, sampling.y};
+    const double_arith az{sampling.x, sampling.y, sampling.z * sampling.z, sampling.z};
+    if (fits_word32(e.x, e.y)) {
+      run<T, R, std::uint32_t>(streams, mask, out, g, ay, az, ix, iy, iz, op);
+    } else {
+      run<T, R, std::uint64_t>(streams, mask, out, g, ay, az, ix, iy, iz, op);
+    }
   }
 }
 

@@ -381,16 +381,24 @@ TEST(DistanceShapes, RowsAndColumnsPast16Bits) {
   long_shape({1, 3, 70000}, 6u, 12, {1.0, 1.0, 2.5});
 }
 
-TEST(DistanceShapes, SharedAndGlobalStacksAgree) {
-  // On the CUDA backend the column passes keep their stacks in shared memory or in a global
-  // buffer; both must give the brute force's result. (The host backend has one path.)
-  for (int mode : {1, 2, 0}) {
-    SCOPED_TRACE("stack mode " + std::to_string(mode));
-    vox::detail::edt::force_stack_place(mode);
-    long_shape({37, 21, 45}, 7u + unsigned(mode), 40, {0.5, 1.0, 2.5});
-    long_shape({33, 40, 9}, 17u + unsigned(mode), 200, {1.0, 1.0, 1.0});
+TEST(DistanceShapes, BoundedStacksAndTheOverflowPathAgree) {
+  // The column passes try a bounded stack first (CUDA: shared memory) and redo a column whose
+  // stack would grow past it (pass 2 in place in its input, pass 3 with a global stack); both
+  // must give the brute force's result, with the overflow taken by most columns (capacity 1 or
+  // 2), by some (5), or by none (0: automatic). Unit and isotropic samplings take the integer
+  // arithmetic, the others double.
+  for (int cap : {1, 2, 5, 0}) {
+    SCOPED_TRACE("stack capacity " + std::to_string(cap));
+    vox::detail::edt::force_stack_capacity(cap);
+    long_shape({37, 21, 45}, 7u + unsigned(cap), 40, {0.5, 1.0, 2.5});
+    long_shape({33, 40, 9}, 17u + unsigned(cap), 200, {1.0, 1.0, 1.0});
+    long_shape({35, 29, 31}, 27u + unsigned(cap), 3, {2.5, 2.5, 2.5});
+    long_shape({1, 1, 40}, 37u + unsigned(cap), 2, {1.0, 1.0, 1.0});
+    long_shape({3, 70000, 1}, 47u + unsigned(cap), 12, {1.0, 1.0, 1.0});
+    long_shape({40, 30, 1}, 57u + unsigned(cap), 6, {1.0, 1.0, 1.0});
+    long_shape({26, 3, 33}, 67u + unsigned(cap), 30, {0.75, 0.75, 0.75});
   }
-  vox::detail::edt::force_stack_place(0);
+  vox::detail::edt::force_stack_capacity(0);
 }
 
 // --- ledger: a per-slab producer before, a consumer after, the same outputs twice --------------

@@ -3,10 +3,12 @@
 
 namespace vox::detail::edt {
 
-/// Where the CUDA column passes keep their parabola stacks from now on: 0 automatic (shared
-/// memory for columns up to 512 voxels, a global scratch buffer beyond), 1 shared memory
-/// wherever 32 columns fit 200 KiB, 2 always the global buffer. No effect on the
-/// host backend. For tests and benchmarks.
-void force_stack_place(int mode) noexcept;
+/// Entries of the bounded stack that the column passes (along y and z) try first, from now on:
+/// 0 automatic (CUDA: shared-memory stacks of 16 KiB per block of 128 columns in pass 2, i.e. 32
+/// entries with 32-bit words, 24 KiB in pass 3, 24 entries; host: unbounded, no retry), n > 0 at most n
+/// entries (CUDA: capped by 48 KiB per block), and a column that needs more is redone by the
+/// overflow path (pass 2: its stack in place in its input; pass 3: a pool of global stacks), on
+/// both backends. Small n sends most columns through the overflow path. For tests and benchmarks.
+void force_stack_capacity(int entries) noexcept;
 
 }  // namespace vox::detail::edt

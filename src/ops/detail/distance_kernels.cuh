@@ -1,6 +1,45 @@
 // Internals of vox::distance_transform_edt (src/ops/distance.cu): the packed nearest-feature
-// words, Meijster's lower envelope of parabolas (shared by both backends), and the three passes
-// as CUDA kernels or OpenMP loops. Not installed.
+// words, the lower envelope of parabolas along a column (shared by both backends), and the three
+// passes as CUDA kernels or OpenMP loops. Not installed.
+//
+// Design (issue 20: the first version was latency-bound, ~35x off the memory bound):
+//
+// Pass 1 (rows along x, a warp per row): every chunk of 32 voxels is read once (one coalesced
+//   load and one ballot); the warp keeps the ballot of the next chunk that holds a zero
+//   (look-ahead), so the nearest zero on both sides is known when the chunk's words are written,
+//   once. 1 byte (uint8 mask) read + 4 bytes written per voxel (was: the mask read twice, the
+//   words written twice and read back once).
+//
+// Passes 2 and 3 (a thread per column, a warp of x-adjacent columns so every load and the
+//   usual stores are coalesced): the lower envelope as the lower convex hull of the points
+//   (q, s2 q^2 + g(q)) (Andrew's monotone chain, which is Meijster's stack):
+//   - no division and no separator: the pop test is the sign of a cross product, and the sweep
+//     that assigns positions walks the hull while the vertex below is not above at p (ties keep
+//     the lower site). With isotropic sampling whose scipy distances are exact in double
+//     (exact_sampling in distance.cu) the arithmetic is integer (int32 values, int64 products:
+//     exact_arith); otherwise double with the real sampling (double_arith);
+//   - every stack entry carries what a pop or the sweep needs (the site and its feature word),
+//     and the two top entries live in registers: no global load sits on a pop's dependency
+//     chain (the first version reloaded the site's word from global memory at every pop);
+//   - a site with g = 0 (a zero voxel itself) is a hull vertex that is never popped, and no
+//     site beyond it can be nearest to a position before it: at such a site the positions since
+//     the previous one are final, they are written at once (sweep down) and the stack restarts
+//     from that site. So a stack only holds the hull of the sites between two zero voxels of the
+//     column (short in typical masks) instead of up to n entries;
+//   - the stacks live in shared memory, `cap` entries per column (16 KiB per block of 128
+//     columns in pass 2: 32 entries, 24 KiB in pass 3: 24 entries, with 32-bit words; blocks per
+//     multiprocessor 12 and 9, set by the shared memory and the registers: at most 40 and 56
+//     by __launch_bounds__, see distance.cu); a column whose stack would grow past `cap`
+//     is abandoned and its index appended to an overflow list, and a second kernel redoes the
+//     listed columns with unbounded stacks: pass 2 in place in its input (pass 1's words; the
+//     entry k of the stack is stored at position k of the column, which the sweep has already
+//     read, and the entries are words of the same format), pass 3 in a pool of per-thread
+//     stacks in global memory. With shared stacks this small, 36 to 48 warps are resident per
+//     multiprocessor (was 3 warps: 64 KiB stacks per 32 columns).
+// The positions are 32-bit ints (every extent < 2^31), offsets 64-bit.
+// ptxas -v (sm_90, CUDA 13.0), registers of the kernels of the usual case (uint8 mask, 32-bit
+// words, float output): rows 32, y 32 (exact_arith) or 38 (double_arith), z 50 or 54; no spills
+// there (a few bytes in some 64-bit-word and fallback variants). The first version: 72 to 118.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +47,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <voxstream/core/macros.hpp>
@@ -46,12 +86,12 @@ VOX_HD inline bool is_none(W w) {
   return (w & word_traits<W>::field) == word_traits<W>::field;
 }
 template <class W>
-VOX_HD inline idx fx_of(W w) {
-  return static_cast<idx>(w & word_traits<W>::field);
+VOX_HD inline int fx_of(W w) {
+  return static_cast<int>(w & word_traits<W>::field);
 }
 template <class W>
-VOX_HD inline idx fy_of(W w) {
-  return static_cast<idx>((w >> word_traits<W>::shift) & word_traits<W>::field);
+VOX_HD inline int fy_of(W w) {
+  return static_cast<int>((w >> word_traits<W>::shift) & word_traits<W>::field);
 }
 template <class W>
 VOX_HD inline W make_word(idx fx, idx fy) {
@@ -60,31 +100,6 @@ VOX_HD inline W make_word(idx fx, idx fy) {
 
 /// True when extents nx x ny can use 32-bit words (indices up to 65534, 0xffff the marker).
 inline bool fits_word32(std::size_t nx, std::size_t ny) { return nx <= 0xffffu && ny <= 0xffffu; }
-
-// --- parabola stacks -------------------------------------------------------------------------
-// Entry k of a column's stack: the site (position of the parabola) and the first position of
-// the segment where it is lowest, in the two halves of an S (16 + 16 bits in uint32_t for columns
-// up to 65535 long, 32 + 32 in uint64_t beyond). Entry k lies at p[k * stride].
-
-template <class S>
-struct stack_ref {
-  static constexpr unsigned half = sizeof(S) * 4;
-  static constexpr S low = static_cast<S>((S{1} << half) - 1);
-  S* p;
-  std::size_t stride;
-  VOX_HD void set(idx k, idx site, idx start) const {
-    p[static_cast<std::size_t>(k) * stride] =
-        static_cast<S>(static_cast<S>(site) | (static_cast<S>(start) << half));
-  }
-  VOX_HD void get(idx k, idx& site, idx& start) const {
-    const S e = p[static_cast<std::size_t>(k) * stride];
-    site = static_cast<idx>(e & low);
-    start = static_cast<idx>(e >> half);
-  }
-};
-
-/// True when columns of `n` voxels can use 32-bit stack entries.
-inline bool fits_stack32(std::size_t n) { return n <= 0xffffu; }
 
 /// The distance scipy computes from a feature offset: sqrt(((tz^2 + ty^2) + tx^2)) with each
 /// product and sum rounded on its own (no fused multiply-add), in double.
@@ -96,175 +111,235 @@ VOX_HD inline double feature_distance(double tz, double ty, double tx) {
 #endif
 }
 
-/// Meijster's lower envelope of the parabolas g(q) + s2 (p - q)^2 over the sites q of a column
-/// of n positions (sites with g = +inf take no part), then, for every position p from the last
-/// down, col.emit(p, site, site's word) with the site whose parabola is lowest at p (site -1 and
-/// the none word where the column has no site). Ties keep the lower site. `col` provides
-/// load(q) (the word at q), g(word) (+inf for none) and emit(p, site, word).
-///
-/// The pop test compares two parabolas at an integer position and the start of a new segment is
-/// the first integer position where the new site is strictly lower, so with integer-valued g and
-/// s2 = 1 every decision is exact in double; otherwise rounding can only swap near-ties. Starts
-/// are kept strictly increasing (t[0] = 0), which the backward sweep relies on.
-///
-/// Latency: the forward sweep loads the column in chunks of P words, the next chunk before it
-/// works through the current one; the backward sweep fetches the next stack entry below and its
-/// site's word as soon as it moves to an entry.
-template <class W, class S, class Col>
-VOX_HD void lower_envelope(const Col& col, const stack_ref<S>& st, idx n, double s2) {
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  constexpr int P = 64 / static_cast<int>(sizeof(W));  // 16 32-bit or 8 64-bit words in flight
-  idx k = -1;
-  idx top = 0;    // site of entry k
-  idx start = 0;  // start of entry k's segment
-  double gtop = 0;
-  auto add = [&](idx u, W wu) {
-    const double gu = col.g(wu);
-    if (!(gu < inf)) return;
-    while (k >= 0) {
-      const double a = static_cast<double>(start - top);
-      const double b = static_cast<double>(start - u);
-      if (gtop + s2 * (a * a) <= gu + s2 * (b * b)) break;
-      if (--k >= 0) {
-        st.get(k, top, start);
-        gtop = col.g(col.load(top));
-      }
-    }
-    if (k < 0) {
-      k = 0;
-      st.set(0, u, 0);
-      top = u;
-      start = 0;
-      gtop = gu;
-      return;
-    }
-    // u is strictly lower than top at p > sep (u > top, so the difference falls with p).
-    const double d = static_cast<double>(u - top);
-    const double sep = ((gu - gtop) / s2 + d * static_cast<double>(u + top)) / (2.0 * d);
-    idx w = n;
-    if (sep < static_cast<double>(start)) {
-      w = start + 1;
-    } else if (sep < static_cast<double>(n)) {
-      w = static_cast<idx>(std::floor(sep)) + 1;
-      if (w <= start) w = start + 1;
-    }
-    if (w < n) {
-      ++k;
-      st.set(k, u, w);
-      top = u;
-      start = w;
-      gtop = gu;
-    }
-  };
-  W cur[P], nxt[P];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-  for (int j = 0; j < P; ++j) cur[j] = j < n ? col.load(j) : none_word<W>();
-  for (idx u0 = 0; u0 < n; u0 += P) {
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (int j = 0; j < P; ++j) nxt[j] = u0 + P + j < n ? col.load(u0 + P + j) : none_word<W>();
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (int j = 0; j < P; ++j)
-      if (u0 + j < n) add(u0 + j, cur[j]);
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (int j = 0; j < P; ++j) cur[j] = nxt[j];
-  }
-  if (k < 0) {
-    for (idx p = n - 1; p >= 0; --p) col.emit(p, -1, none_word<W>());
-    return;
-  }
-  W wtop = col.load(top);
-  idx ntop = 0, nstart = 0;  // entry k - 1, where k > 0
-  W nw = none_word<W>();
-  if (k > 0) {
-    st.get(k - 1, ntop, nstart);
-    nw = col.load(ntop);
-  }
-  for (idx p = n - 1; p >= 0; --p) {
-    if (start > p) {  // starts rise strictly: entry k - 1 holds p
-      --k;
-      top = ntop;
-      start = nstart;
-      wtop = nw;
-      if (k > 0) {
-        st.get(k - 1, ntop, nstart);
-        nw = col.load(ntop);
-      }
-    }
-    col.emit(p, top, wtop);
-  }
-}
+// --- arithmetic of the envelope -----------------------------------------------------------------
+// g(q): the squared distance of site q's feature across the column (pass 2: along x; pass 3: in
+// the slice), s2 the squared sampling along the column. keep(a, b, c): site b (between a and c)
+// stays on the hull, i.e. it is strictly below the chord from a to c:
+//   (qb - qa)(Hc - Ha) - (qc - qa)(Hb - Ha) > 0 with H = s2 q^2 + g, written without the q^2
+//   terms as s2 dqb dqc (qc - qb) + dqb (gc - ga) - dqc (gb - ga).
+// not_above(1, 2, p): f1(p) <= f2(p), f = g + s2 (p - q)^2.
 
-/// Pass 2's column: along y at (x, z), sites weighted by their row's nearest zero along x.
-template <class W>
-struct y_column {
-  const W* in;  // the column's first voxel in pass 1's words
-  W* out;       // ... in pass 2's words
-  std::size_t es;
-  idx x;
-  double sx;
-  VOX_HD W load(idx q) const { return in[static_cast<std::size_t>(q) * es]; }
-  VOX_HD double g(W w) const {
-    if (is_none(w)) return std::numeric_limits<double>::infinity();
-    const double t = sx * static_cast<double>(fx_of(w) - x);
-    return t * t;
+/// Isotropic sampling with exact scipy distances, every extent <= 32767: unit spacing in
+/// integers (g < 2^31, every product < 2^47 in int64). scipy's distance is then exactly
+/// sqrt(ss * (dz^2 + dy^2 + dx^2)) (every step exact, ss the squared sampling): one product.
+struct exact_arith {
+  using G = std::int32_t;
+  double ss;
+  VOX_HD double distance(int dz, G gxy) const {
+    return std::sqrt(ss * static_cast<double>(static_cast<std::int64_t>(gxy) + dz * dz));
   }
-  VOX_HD void emit(idx p, idx site, W w) const {
-    out[static_cast<std::size_t>(p) * es] = site < 0 ? none_word<W>() : make_word<W>(fx_of(w), site);
+  VOX_HD G gx(int dx) const { return dx * dx; }
+  VOX_HD G gxy(int dx, int dy) const { return dx * dx + dy * dy; }
+  VOX_HD bool keep(int qa, G ga, int qb, G gb, int qc, G gc) const {
+    const int dqb = qb - qa, dqc = qc - qa;
+    const std::int64_t cross = static_cast<std::int64_t>(dqb * dqc) * (qc - qb) +
+                               static_cast<std::int64_t>(dqb) * (gc - ga) -
+                               static_cast<std::int64_t>(dqc) * (gb - ga);
+    return cross > 0;
+  }
+  VOX_HD bool not_above(int q1, G g1, int q2, G g2, int p) const {
+    const int d1 = p - q1, d2 = p - q2;
+    return static_cast<std::int64_t>(g1) + d1 * d1 <= static_cast<std::int64_t>(g2) + d2 * d2;
   }
 };
 
+/// Any sampling: double (near-ties can be decided either way by rounding).
+struct double_arith {
+  using G = double;
+  double sx, sy;  // sampling along x and y (g)
+  double s2;      // squared sampling along the column
+  double sz;      // sampling along z (pass 3's distances)
+  VOX_HD G gx(int dx) const {
+    const double t = sx * static_cast<double>(dx);
+    return t * t;
+  }
+  VOX_HD G gxy(int dx, int dy) const {
+    const double ty = sy * static_cast<double>(dy), tx = sx * static_cast<double>(dx);
+    return ty * ty + tx * tx;
+  }
+  VOX_HD bool keep(int qa, G ga, int qb, G gb, int qc, G gc) const {
+    const double dqb = static_cast<double>(qb - qa), dqc = static_cast<double>(qc - qa);
+    return s2 * (dqb * dqc * static_cast<double>(qc - qb)) + dqb * (gc - ga) - dqc * (gb - ga) >
+           0.0;
+  }
+  VOX_HD bool not_above(int q1, G g1, int q2, G g2, int p) const {
+    const double d1 = static_cast<double>(p - q1), d2 = static_cast<double>(p - q2);
+    return g1 + s2 * (d1 * d1) <= g2 + s2 * (d2 * d2);
+  }
+};
+
+// --- stacks ---------------------------------------------------------------------------------------
+
+/// A column's stack: entry k at p[k * stride], at most `cap` entries.
+template <class E, class I = std::size_t>
+struct col_stack {
+  E* p;
+  I stride;
+  int cap;
+  VOX_HD E get(int k) const { return p[static_cast<I>(k) * stride]; }
+  VOX_HD void set(int k, const E& e) const { p[static_cast<I>(k) * stride] = e; }
+};
+
+// --- columns --------------------------------------------------------------------------------------
+
+/// Pass 2's column: along y at (x, z), sites weighted by their row's nearest zero along x. Its
+/// stack entries are its output words (fx, site), so pass 2 can keep an overflowing column's
+/// stack in place in its input.
+template <class W, class Ar>
+struct y_column {
+  using word = W;
+  using entry = W;
+  using G = typename Ar::G;
+  const W* in;  // the column's first voxel in pass 1's words
+  W* out;       // ... in pass 2's words
+  std::size_t es;
+  int x;
+  Ar ar;
+  VOX_HD W load(int q) const { return in[static_cast<std::size_t>(q) * es]; }
+  VOX_HD entry make(int q, W w) const { return make_word<W>(fx_of(w), q); }
+  VOX_HD int site(entry e) const { return fy_of(e); }
+  VOX_HD G g(entry e) const { return ar.gx(fx_of(e) - x); }
+  VOX_HD void emit(int p, entry e) const { out[static_cast<std::size_t>(p) * es] = e; }
+  VOX_HD void emit_none(int p) const { out[static_cast<std::size_t>(p) * es] = none_word<W>(); }
+};
+
+/// Pass 3's stack entry: a site along z and its slice's nearest zero.
+template <class W>
+struct alignas(2 * sizeof(W)) z_entry {
+  W w;
+  std::uint32_t q;
+};
+
 /// Pass 3's column: along z at (x, y), sites weighted by their slice's nearest zero; writes the
-/// distance and, where asked, the feature's indices.
-template <class W, class R>
+/// distance (exact_arith: from the integer offsets; double_arith: scipy's formula) and, where
+/// asked, the feature's indices.
+template <class W, class R, class Ar>
 struct z_column {
+  using word = W;
+  using entry = z_entry<W>;
+  using G = typename Ar::G;
   const W* in;
   R* out;
   std::int32_t* ix;  // null: no indices
   std::int32_t* iy;
   std::int32_t* iz;
   std::size_t es;
-  idx x;
-  idx y;
-  double sx;
-  double sy;
-  double sz;
-  VOX_HD W load(idx q) const { return in[static_cast<std::size_t>(q) * es]; }
-  VOX_HD double g(W w) const {
-    if (is_none(w)) return std::numeric_limits<double>::infinity();
-    const double ty = sy * static_cast<double>(fy_of(w) - y);
-    const double tx = sx * static_cast<double>(fx_of(w) - x);
-    return ty * ty + tx * tx;
-  }
-  VOX_HD void emit(idx p, idx site, W w) const {
+  int x;
+  int y;
+  Ar ar;
+  VOX_HD W load(int q) const { return in[static_cast<std::size_t>(q) * es]; }
+  VOX_HD entry make(int q, W w) const { return entry{w, static_cast<std::uint32_t>(q)}; }
+  VOX_HD int site(const entry& e) const { return static_cast<int>(e.q); }
+  VOX_HD G g(const entry& e) const { return ar.gxy(fx_of(e.w) - x, fy_of(e.w) - y); }
+  VOX_HD void emit(int p, const entry& e) const {
     const std::size_t o = static_cast<std::size_t>(p) * es;
-    if (site < 0) {
-      out[o] = static_cast<R>(std::numeric_limits<double>::infinity());
-      if (ix != nullptr) {
-        ix[o] = -1;
-        iy[o] = -1;
-        iz[o] = -1;
-      }
-      return;
+    const int fx = fx_of(e.w), fy = fy_of(e.w), fz = static_cast<int>(e.q);
+    if constexpr (std::is_same<Ar, exact_arith>::value) {
+      out[o] = static_cast<R>(ar.distance(fz - p, ar.gxy(fx - x, fy - y)));
+    } else {
+      out[o] = static_cast<R>(feature_distance(ar.sz * static_cast<double>(fz - p),
+                                               ar.sy * static_cast<double>(fy - y),
+                                               ar.sx * static_cast<double>(fx - x)));
     }
-    const idx fx = fx_of(w), fy = fy_of(w);
-    out[o] = static_cast<R>(feature_distance(sz * static_cast<double>(site - p),
-                                             sy * static_cast<double>(fy - y),
-                                             sx * static_cast<double>(fx - x)));
     if (ix != nullptr) {
-      ix[o] = static_cast<std::int32_t>(fx);
-      iy[o] = static_cast<std::int32_t>(fy);
-      iz[o] = static_cast<std::int32_t>(site);
+      ix[o] = fx;
+      iy[o] = fy;
+      iz[o] = fz;
+    }
+  }
+  VOX_HD void emit_none(int p) const {
+    const std::size_t o = static_cast<std::size_t>(p) * es;
+    out[o] = static_cast<R>(std::numeric_limits<double>::infinity());
+    if (ix != nullptr) {
+      ix[o] = -1;
+      iy[o] = -1;
+      iz[o] = -1;
     }
   }
 };
+
+// --- the envelope of one column ---------------------------------------------------------------
+
+/// Writes positions hi down to lo from the hull in the stack: entry j (ej, qj, gj) on top,
+/// entry j - 1 (em, qm, gm) below it when j > 0. Walks down while the vertex below is not above
+/// at p (the hull's values at p fall, then rise: ties keep the lower site).
+template <class Col, class St, class E, class G>
+VOX_HD void sweep_down(const Col& col, const St& st, int j, E ej, int qj, G gj, E em, int qm,
+                       G gm, int hi, int lo) {
+  for (int p = hi; p >= lo; --p) {
+    while (j >= 1 && col.ar.not_above(qm, gm, qj, gj, p)) {
+      --j;
+      ej = em;
+      qj = qm;
+      gj = gm;
+      if (j >= 1) {
+        em = st.get(j - 1);
+        qm = col.site(em);
+        gm = col.g(em);
+      }
+    }
+    col.emit(p, ej);
+  }
+}
+
+/// The lower envelope of the parabolas g(q) + s2 (p - q)^2 over the sites q of a column of n
+/// positions (sites whose word is none take no part), written at every position (emit with the
+/// lowest site, the lowest of tied ones; emit_none where the column has no site). Returns false,
+/// with some positions perhaps written, if the stack would need more than st.cap entries.
+template <class Col, class St>
+VOX_HD bool envelope(const Col& col, const St& st, int n) {
+  using W = typename Col::word;
+  using E = typename Col::entry;
+  using G = typename Col::G;
+  int k = -1;       // index of the top entry
+  E e1{}, e0{};     // entries k and k - 1 (when k > 0)
+  int q1 = 0, q0 = 0;
+  G g1{}, g0{};
+  int lo = 0;  // first position not yet written
+  W wa = n > 0 ? col.load(0) : none_word<W>();
+  W wb = n > 1 ? col.load(1) : none_word<W>();
+  for (int u = 0; u < n; ++u) {
+    const W w = wa;  // two loads in flight ahead of the work
+    wa = wb;
+    wb = u < n - 2 ? col.load(u + 2) : none_word<W>();
+    if (is_none(w)) continue;
+    const E eu = col.make(u, w);
+    const G gu = col.g(eu);
+    while (k >= 1 && !col.ar.keep(q0, g0, q1, g1, u, gu)) {
+      --k;
+      e1 = e0;
+      q1 = q0;
+      g1 = g0;
+      if (k >= 1) {
+        e0 = st.get(k - 1);
+        q0 = col.site(e0);
+        g0 = col.g(e0);
+      }
+    }
+    if (k + 1 >= st.cap) return false;
+    ++k;
+    st.set(k, eu);
+    e0 = e1;
+    q0 = q1;
+    g0 = g1;
+    e1 = eu;
+    q1 = u;
+    g1 = gu;
+    if (gu == G(0)) {
+      // A zero voxel: positions [lo, u] are final; the stack restarts from u.
+      sweep_down(col, st, k, e1, q1, g1, e0, q0, g0, u, lo);
+      lo = u + 1;
+      k = 0;
+      st.set(0, eu);
+    }
+  }
+  if (k < 0) {
+    for (int p = n - 1; p >= lo; --p) col.emit_none(p);
+    return true;
+  }
+  sweep_down(col, st, k, e1, q1, g1, e0, q0, g0, n - 1, lo);
+  return true;
+}
 
 /// Geometry shared by the passes.
 struct geom {
@@ -272,115 +347,172 @@ struct geom {
   double sx, sy, sz;
 };
 
-/// Where the column passes keep their stacks.
-enum class stack_place : std::uint8_t { shared, global };
-
 #if VOX_BACKEND_CUDA
 inline constexpr unsigned row_threads = 256;  // pass 1: a warp per row, 8 rows per block
 inline constexpr unsigned col_threads = 32;   // passes 2, 3: a warp of x-adjacent columns,
-inline constexpr unsigned col_max_rows = 4;   // times up to 4 planes per block
+inline constexpr unsigned col_rows = 4;       // times 4 planes per block
+inline constexpr unsigned col_block = col_threads * col_rows;
+inline constexpr unsigned fallback_threads = 64;  // the overflow kernels' blocks
 
-/// Pass 1 (one warp per row of slices [z0, z1)): nearest zero along x of every voxel, by
-/// ballots over chunks of 32 voxels, left to right (nearest zero at or before x, stored) and
-/// right to left (at or after x, combined with the stored one).
+/// Pass 1 (one warp per row of slices [z0, z1)): nearest zero along x of every voxel. Each chunk
+/// of 32 voxels is loaded once (a ballot); the warp carries the last zero before the chunk and
+/// the ballot of the next chunk after it that holds a zero, found ahead.
 template <class T, class W>
 __global__ void __launch_bounds__(row_threads)
     edt_rows_kernel(const T* mask, W* out, idx nx, idx rows_begin, idx rows_end) {
   const unsigned lane = threadIdx.x & 31u;
   const idx warps = idx{gridDim.x} * (row_threads / 32);
+  const idx chunks = (nx + 31) / 32;
   for (idx row = rows_begin + idx{blockIdx.x} * (row_threads / 32) + (threadIdx.x >> 5);
        row < rows_end; row += warps) {
     const T* m = mask + static_cast<std::size_t>(row) * static_cast<std::size_t>(nx);
     W* o = out + static_cast<std::size_t>(row) * static_cast<std::size_t>(nx);
-    idx carry = -1;  // last zero before this chunk
-    for (idx base = 0; base < nx; base += 32) {
-      const idx x = base + lane;
-      const bool zero = x < nx && m[x] == T(0);
-      const unsigned bal = __ballot_sync(0xffffffffu, zero);
-      const unsigned upto = bal & (lane == 31u ? 0xffffffffu : ((2u << lane) - 1u));
-      const idx left = upto != 0u ? base + 31 - __clz(static_cast<int>(upto)) : carry;
-      if (x < nx) o[x] = left < 0 ? none_word<W>() : make_word<W>(left, 0);
-      if (bal != 0u) carry = base + 31 - __clz(static_cast<int>(bal));
-    }
-    carry = -1;  // first zero after this chunk
-    for (idx base = (nx - 1) / 32 * 32; base >= 0; base -= 32) {
-      const idx x = base + lane;
-      const bool zero = x < nx && m[x] == T(0);
-      const unsigned bal = __ballot_sync(0xffffffffu, zero);
-      const unsigned from = bal & (0xffffffffu << lane);
-      const idx right = from != 0u ? base + __ffs(static_cast<int>(from)) - 1 : carry;
-      if (x < nx) {
-        const W lw = o[x];  // written by this lane above
-        idx f = right;
-        if (!is_none(lw)) {
-          const idx left = fx_of(lw);
-          if (right < 0 || x - left <= right - x) f = left;
+    auto ballot = [&](idx c) {
+      const idx x = c * 32 + lane;
+      return __ballot_sync(0xffffffffu, x < nx && m[x] == T(0));
+    };
+    // the first chunk after c that holds a zero (chunks if none), and its ballot
+    idx next = 1;
+    unsigned next_bal = 0;
+    auto find_next = [&] {
+      next_bal = 0;
+      while (next < chunks && (next_bal = ballot(next)) == 0u) ++next;
+    };
+    unsigned cur = ballot(0);
+    find_next();
+    idx left = -1;  // last zero before chunk c
+    for (idx c = 0; c < chunks; ++c) {
+      if (c > 0) {
+        if (c == next) {
+          cur = next_bal;
+          ++next;
+          find_next();
+        } else {
+          cur = 0;
         }
-        o[x] = f < 0 ? none_word<W>() : make_word<W>(f, 0);
       }
-      if (bal != 0u) carry = base + __ffs(static_cast<int>(bal)) - 1;
+      const idx base = c * 32, x = base + lane;
+      const unsigned upto = cur & (lane == 31u ? 0xffffffffu : ((2u << lane) - 1u));
+      const unsigned from = cur & (0xffffffffu << lane);
+      const idx l = upto != 0u ? base + 31 - __clz(static_cast<int>(upto)) : left;
+      const idx r = from != 0u    ? base + __ffs(static_cast<int>(from)) - 1
+                    : next < chunks ? next * 32 + __ffs(static_cast<int>(next_bal)) - 1
+                                    : idx{-1};
+      const idx f = l >= 0 && (r < 0 || x - l <= r - x) ? l : r;
+      if (x < nx) o[x] = f < 0 ? none_word<W>() : make_word<W>(f, 0);
+      if (cur != 0u) left = base + 31 - __clz(static_cast<int>(cur));
     }
   }
 }
 
-/// The stack of this thread's column: interleaved in shared memory (entry k of thread t at
-/// k * threads + t: conflict-free), or at the column's own voxels of a global buffer laid out as
-/// the volume (entry k of the column at voxel k along it: coalesced across the warp).
-template <class S, stack_place P>
-__device__ __forceinline__ stack_ref<S> thread_stack(S* global, std::size_t base, std::size_t es) {
-  if constexpr (P == stack_place::shared) {
-    extern __shared__ __align__(16) unsigned char edt_smem[];
-    return stack_ref<S>{reinterpret_cast<S*>(edt_smem) + threadIdx.y * col_threads + threadIdx.x,
-                        std::size_t{col_threads} * blockDim.y};
-  } else {
-    return stack_ref<S>{global + base, es};
-  }
+/// This thread's shared-memory stack of `cap` entries (entry k of thread t at k * 128 + t:
+/// conflict-free).
+template <class E>
+__device__ __forceinline__ col_stack<E, unsigned> shared_stack(int cap) {
+  extern __shared__ __align__(16) unsigned char edt_smem[];
+  return col_stack<E, unsigned>{
+      reinterpret_cast<E*>(edt_smem) + threadIdx.y * col_threads + threadIdx.x, col_block, cap};
 }
-
-/// Block of the column kernels: a warp of x-adjacent columns, times col_rows(P) planes. Shared
-/// stacks take n * 4 bytes per column, so their blocks are one warp.
-inline constexpr unsigned col_rows(stack_place p) { return p == stack_place::shared ? 1u : 4u; }
 
 /// Pass 2: a thread per column along y at (x, z), z in [z0, z1); the grid's y walks the slices.
-template <class W, class S, stack_place P>
-__global__ void __launch_bounds__(col_threads * col_max_rows)
-    edt_y_kernel(const W* in, W* out, S* gstack, geom g, idx z0, idx z1) {
+/// A column that needs more than `cap` stack entries goes to the slab's overflow list (count,
+/// then ids: (z - z0) * nx + x).
+template <class W, class Ar>
+__global__ void __launch_bounds__(col_block, 12)
+    edt_y_kernel(const W* in, W* out, geom g, Ar ar, int cap, idx z0, idx z1,
+                 unsigned long long* count, unsigned long long* ids) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   if (x >= g.nx) return;  // no barriers in this kernel
+  const auto st = shared_stack<W>(cap);
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
-  for (idx z = z0 + idx{blockIdx.y} * blockDim.y + threadIdx.y; z < z1;
-       z += idx{gridDim.y} * blockDim.y) {
+  for (idx z = z0 + idx{blockIdx.y} * col_rows + threadIdx.y; z < z1;
+       z += idx{gridDim.y} * col_rows) {
     const std::size_t base = static_cast<std::size_t>(z) * slice + static_cast<std::size_t>(x);
-    const y_column<W> col{in + base, out + base, static_cast<std::size_t>(g.nx), x, g.sx};
-    lower_envelope<W>(col, thread_stack<S, P>(gstack, base, static_cast<std::size_t>(g.nx)),
-                      g.ny, g.sy * g.sy);
+    const y_column<W, Ar> col{in + base, out + base, static_cast<std::size_t>(g.nx),
+                              static_cast<int>(x), ar};
+    if (!envelope(col, st, static_cast<int>(g.ny))) {
+      const unsigned long long i = atomicAdd(count, 1ull);
+      ids[i] = static_cast<unsigned long long>(z - z0) * static_cast<unsigned long long>(g.nx) +
+               static_cast<unsigned long long>(x);
+    }
   }
 }
 
-/// Pass 3: a thread per column along z at (x, y); the grid's y walks the rows.
-template <class W, class S, stack_place P, class R>
-__global__ void __launch_bounds__(col_threads * col_max_rows)
+/// Pass 2's overflow: the listed columns again, each with its stack in place in its input.
+template <class W, class Ar>
+__global__ void __launch_bounds__(fallback_threads)
+    edt_y_fallback_kernel(W* in, W* out, geom g, Ar ar, idx z0, const unsigned long long* count,
+                          const unsigned long long* ids) {
+  const unsigned long long n = *count;
+  const auto nx = static_cast<unsigned long long>(g.nx);
+  const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
+  for (unsigned long long i = blockIdx.x * 1ull * fallback_threads + threadIdx.x; i < n;
+       i += 1ull * gridDim.x * fallback_threads) {
+    const unsigned long long c = ids[i];
+    const idx z = z0 + static_cast<idx>(c / nx), x = static_cast<idx>(c % nx);
+    const std::size_t base = static_cast<std::size_t>(z) * slice + static_cast<std::size_t>(x);
+    const y_column<W, Ar> col{in + base, out + base, static_cast<std::size_t>(g.nx),
+                              static_cast<int>(x), ar};
+    envelope(col, col_stack<W>{in + base, static_cast<std::size_t>(g.nx), static_cast<int>(g.ny)},
+             static_cast<int>(g.ny));
+  }
+}
+
+/// Pass 3: a thread per column along z at (x, y); the grid's y walks the rows. Overflowing
+/// columns go to the list (count, then ids: y * nx + x).
+template <class W, class R, class Ar>
+__global__ void __launch_bounds__(col_block, 9)
     edt_z_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
-                 S* gstack, geom g) {
+                 geom g, Ar ar, int cap, unsigned long long* count, unsigned long long* ids) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   if (x >= g.nx) return;
+  const auto st = shared_stack<z_entry<W>>(cap);
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
-  for (idx y = idx{blockIdx.y} * blockDim.y + threadIdx.y; y < g.ny;
-       y += idx{gridDim.y} * blockDim.y) {
+  for (idx y = idx{blockIdx.y} * col_rows + threadIdx.y; y < g.ny; y += idx{gridDim.y} * col_rows) {
     const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) +
                              static_cast<std::size_t>(x);
-    const z_column<W, R> col{in + base,
-                             out + base,
-                             ix != nullptr ? ix + base : nullptr,
-                             iy != nullptr ? iy + base : nullptr,
-                             iz != nullptr ? iz + base : nullptr,
-                             slice,
-                             x,
-                             y,
-                             g.sx,
-                             g.sy,
-                             g.sz};
-    lower_envelope<W>(col, thread_stack<S, P>(gstack, base, slice), g.nz, g.sz * g.sz);
+    const z_column<W, R, Ar> col{in + base,
+                                 out + base,
+                                 ix != nullptr ? ix + base : nullptr,
+                                 iy != nullptr ? iy + base : nullptr,
+                                 iz != nullptr ? iz + base : nullptr,
+                                 slice,
+                                 static_cast<int>(x),
+                                 static_cast<int>(y),
+                                 ar};
+    if (!envelope(col, st, static_cast<int>(g.nz))) {
+      const unsigned long long i = atomicAdd(count, 1ull);
+      ids[i] = static_cast<unsigned long long>(base);
+    }
+  }
+}
+
+/// Pass 3's overflow: the listed columns again, thread t with its stack in slot t of `pool`
+/// (entry k at pool[k * slots + t]; slots = the grid's threads).
+template <class W, class R, class Ar>
+__global__ void __launch_bounds__(fallback_threads)
+    edt_z_fallback_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy,
+                          std::int32_t* iz, geom g, Ar ar, z_entry<W>* pool,
+                          const unsigned long long* count, const unsigned long long* ids) {
+  const unsigned long long n = *count;
+  const unsigned long long slots = 1ull * gridDim.x * fallback_threads;
+  const unsigned long long t = blockIdx.x * 1ull * fallback_threads + threadIdx.x;
+  const col_stack<z_entry<W>> st{pool + t, static_cast<std::size_t>(slots),
+                                 static_cast<int>(g.nz)};
+  const auto nx = static_cast<unsigned long long>(g.nx);
+  const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
+  for (unsigned long long i = t; i < n; i += slots) {
+    const unsigned long long base = ids[i];
+    const z_column<W, R, Ar> col{in + base,
+                                 out + base,
+                                 ix != nullptr ? ix + base : nullptr,
+                                 iy != nullptr ? iy + base : nullptr,
+                                 iz != nullptr ? iz + base : nullptr,
+                                 slice,
+                                 static_cast<int>(base % nx),
+                                 static_cast<int>(base / nx),
+                                 ar};
+    envelope(col, st, static_cast<int>(g.nz));
   }
 }
 #endif  // VOX_BACKEND_CUDA
@@ -414,57 +546,62 @@ void host_rows(const T* mask, W* out, idx nx, idx rows_begin, idx rows_end) {
   }
 }
 
-/// Pass 2 on the host: columns along y of slices [z0, z1).
-template <class W>
-void host_y(const W* in, W* out, const geom& g, idx z0, idx z1) {
+/// Pass 2 on the host: columns along y of slices [z0, z1). With cap > 0 (the test hook), each
+/// column first with a stack of cap entries, and if that overflows, again with its stack in
+/// place in `in`, as on the CUDA backend; otherwise with an unbounded stack.
+template <class W, class Ar>
+void host_y(W* in, W* out, const geom& g, const Ar& ar, int cap, idx z0, idx z1) {
   const idx cols = (z1 - z0) * g.nx;
+  const int ny = static_cast<int>(g.ny);
 #if defined(_OPENMP)
 #pragma omp parallel
 #endif
   {
-    std::vector<std::uint64_t> stack(static_cast<std::size_t>(g.ny));
-    const stack_ref<std::uint64_t> st{stack.data(), 1};
+    std::vector<W> stack(static_cast<std::size_t>(cap > 0 ? cap : ny));
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
     for (idx c = 0; c < cols; ++c) {
       const idx z = z0 + c / g.nx, x = c % g.nx;
       const std::size_t base = static_cast<std::size_t>((z * g.ny) * g.nx + x);
-      const y_column<W> col{in + base, out + base, static_cast<std::size_t>(g.nx), x, g.sx};
-      lower_envelope<W>(col, st, g.ny, g.sy * g.sy);
+      const y_column<W, Ar> col{in + base, out + base, static_cast<std::size_t>(g.nx),
+                                static_cast<int>(x), ar};
+      if (envelope(col, col_stack<W>{stack.data(), 1, cap > 0 ? cap : ny}, ny)) continue;
+      envelope(col, col_stack<W>{in + base, static_cast<std::size_t>(g.nx), ny}, ny);
     }
   }
 }
 
-/// Pass 3 on the host: every column along z.
-template <class W, class R>
+/// Pass 3 on the host: every column along z (cap as in host_y; the retry with an unbounded
+/// stack).
+template <class W, class R, class Ar>
 void host_z(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
-            const geom& g) {
+            const geom& g, const Ar& ar, int cap) {
   const idx cols = g.nx * g.ny;
   const std::size_t slice = static_cast<std::size_t>(cols);
+  const int nz = static_cast<int>(g.nz);
 #if defined(_OPENMP)
 #pragma omp parallel
 #endif
   {
-    std::vector<std::uint64_t> stack(static_cast<std::size_t>(g.nz));
-    const stack_ref<std::uint64_t> st{stack.data(), 1};
+    std::vector<z_entry<W>> small(static_cast<std::size_t>(cap > 0 ? cap : 1));
+    std::vector<z_entry<W>> full(static_cast<std::size_t>(nz));
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
     for (idx c = 0; c < cols; ++c) {
       const std::size_t base = static_cast<std::size_t>(c);
-      const z_column<W, R> col{in + base,
-                               out + base,
-                               ix != nullptr ? ix + base : nullptr,
-                               iy != nullptr ? iy + base : nullptr,
-                               iz != nullptr ? iz + base : nullptr,
-                               slice,
-                               c % g.nx,
-                               c / g.nx,
-                               g.sx,
-                               g.sy,
-                               g.sz};
-      lower_envelope<W>(col, st, g.nz, g.sz * g.sz);
+      const z_column<W, R, Ar> col{in + base,
+                                   out + base,
+                                   ix != nullptr ? ix + base : nullptr,
+                                   iy != nullptr ? iy + base : nullptr,
+                                   iz != nullptr ? iz + base : nullptr,
+                                   slice,
+                                   static_cast<int>(c % g.nx),
+                                   static_cast<int>(c / g.nx),
+                                   ar};
+      if (cap > 0 && envelope(col, col_stack<z_entry<W>>{small.data(), 1, cap}, nz)) continue;
+      envelope(col, col_stack<z_entry<W>>{full.data(), 1, nz}, nz);
     }
   }
 }
