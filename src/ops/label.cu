@@ -78,10 +78,13 @@ VOX_HD constexpr bool backward(int dx, int dy, int dz) {
 ///  - member below (18, 26): every other neighbour in the slice below is its in-plane
 ///    neighbour; member above in the row (8, 18, 26): (+-1, -1, 0) are its run neighbours.
 #if VOX_BACKEND_CUDA
+#define VOX_LBL_INLINE __host__ __device__ __forceinline__
 #pragma nv_exec_check_disable
+#else
+#define VOX_LBL_INLINE inline
 #endif
 template <class F>
-VOX_HD inline bool needed(int dx, int dy, int dz, const F& fg) {
+VOX_LBL_INLINE bool needed(int dx, int dy, int dz, const F& fg) {
   if (dx == -1 && dy == 0 && dz == 0) return true;
   if (fg(-1, 0, 0) && (dx == -1 || fg(dx - 1, dy, dz))) return false;
   if (dz == -1 && (dx != 0 || dy != 0) && fg(0, 0, -1)) return false;
@@ -179,11 +182,13 @@ __device__ __forceinline__ wide tiles_z(idx z0, idx z1) {
 /// Local pass of slab [z0, z1), a block per tile (grid-strided along y and z): the tile's
 /// union-find in shared memory (run starts by ballot, then the unions of the tile's backward
 /// pairs), then p = the global index of each member's root in the tile (the smallest index of
-/// its piece), none elsewhere; fg_bits = the members, root_bits (if given) = the tile roots.
+/// its piece), and none for the background if `background` (else its slots are left as they
+/// are: vox::label's finalize_kernel does not read them); fg_bits = the members, root_bits (if given) = the tile roots.
 template <class T, bool Invert, int C>
 __global__ void __launch_bounds__(32 * tile_y)
     local_kernel(const T* __restrict__ mask, idx* __restrict__ p, unsigned* __restrict__ fg_bits,
-                 unsigned* __restrict__ root_bits, geom g, idx wpr, idx z0, idx z1) {
+                 unsigned* __restrict__ root_bits, geom g, idx wpr, idx z0, idx z1,
+                 bool background) {
   __shared__ int par[tile_z * tile_y * 32];
   __shared__ unsigned rows[tile_z * tile_y];
   const int lane = static_cast<int>(threadIdx.x), wy = static_cast<int>(threadIdx.y);
@@ -249,7 +254,7 @@ __global__ void __launch_bounds__(32 * tile_y)
                        rx = wide{blockIdx.x} * 32 + r % 32;
             out = static_cast<idx>((rz * g.ny + ry) * g.nx + rx);
           }
-          p[std::size_t(row) * g.nx + std::size_t(x)] = out;
+          if (f || background) p[std::size_t(row) * g.nx + std::size_t(x)] = out;
           if (root_bits != nullptr && lane == 0)
             root_bits[row * wpr + static_cast<idx>(blockIdx.x)] = rb;
         }
@@ -419,24 +424,40 @@ __global__ void __launch_bounds__(tile_threads)
   }
 }
 
-/// labels = the number of each member's component, 0 for the background: a member's parent is
-/// a tile root whose slot holds the number encoded until that root's own thread decodes it; a
-/// member reads either form.
-__global__ void __launch_bounds__(tile_threads) finalize_kernel(idx* p, idx n) {
-  for (wide iw = wide{blockIdx.x} * tile_threads + threadIdx.x; iw < n;
-       iw += wide{gridDim.x} * tile_threads) {
-    const auto i = static_cast<idx>(iw);
-    const idx v = p[i];
-    idx out;
-    if (v == none) {
-      out = 0;
-    } else if (v < none) {
-      out = decode_root(v);
-    } else {
-      const idx w = p[v];
-      out = w < none ? decode_root(w) : w;
+/// Words of the member bits per warp and step of finalize_kernel (their loads in flight at once).
+inline constexpr int finalize_words = 4;
+
+/// labels = the number of each member's component, 0 for the background, a warp per word of
+/// the member bits (the background's slots are not read: local_kernel left them unwritten). A
+/// member's parent is a tile root whose slot holds the number encoded until that root's own
+/// thread decodes it; a member reads either form.
+__global__ void __launch_bounds__(tile_threads)
+    finalize_kernel(idx* p, const unsigned* __restrict__ fg_bits, geom g, chunking k) {
+  const unsigned lane = threadIdx.x % 32;
+  const auto words = static_cast<unsigned>(k.rows) * static_cast<unsigned>(k.wpr);
+  const auto wpr = static_cast<unsigned>(k.wpr);
+  for (wide q0 = (wide{blockIdx.x} * tile_threads + threadIdx.x) / 32 * finalize_words;
+       q0 < words; q0 += wide{gridDim.x} * warps_per_block * finalize_words) {
+    idx at[finalize_words], v[finalize_words];
+#pragma unroll
+    for (int u = 0; u < finalize_words; ++u) {
+      const auto q = static_cast<unsigned>(std::min<wide>(q0 + u, words - 1));
+      const unsigned row = q / wpr, x = (q - row * wpr) * 32 + lane;
+      const bool in = q0 + u < words && x < static_cast<unsigned>(g.nx);
+      at[u] = in ? static_cast<idx>(row) * g.nx + static_cast<idx>(x) : -1;
+      v[u] = in && ((__ldg(fg_bits + q) >> lane) & 1u) != 0 ? 0 : none;
     }
-    p[i] = out;
+#pragma unroll
+    for (int u = 0; u < finalize_words; ++u)
+      if (v[u] == 0) v[u] = p[at[u]];
+#pragma unroll
+    for (int u = 0; u < finalize_words; ++u) {
+      const idx w = v[u] >= 0 ? p[v[u]] : v[u];
+      v[u] = w < none ? decode_root(w) : w == none ? 0 : w;
+    }
+#pragma unroll
+    for (int u = 0; u < finalize_words; ++u)
+      if (at[u] >= 0) p[at[u]] = v[u];
   }
 }
 
@@ -523,7 +544,7 @@ void local_c(stream_view s, const T* mask, idx* p, unsigned* fg_bits, unsigned* 
              const geom& g, idx wpr, idx z0, idx z1, const char* op) {
   const dim3 grid = tile_grid(g, z0, z1), block(32, tile_y, 1);
   local_kernel<T, Invert, C>
-      <<<grid, block, 0, s.value()>>>(mask, p, fg_bits, root_bits, g, wpr, z0, z1);
+      <<<grid, block, 0, s.value()>>>(mask, p, fg_bits, root_bits, g, wpr, z0, z1, Invert);
   detail::check_launch(op);
   border_kernel<C><<<grid, block, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1);
   detail::check_launch(op);
@@ -568,10 +589,11 @@ void each_backward(int c, F f) {
 }
 
 /// local_kernel then border_kernel of slab [z0, z1), serially, tile by tile: the same tiles,
-/// bits, skips and results (up to the order of the unions, which does not change the roots).
+/// bits, skips and results (up to the order of the unions, which does not change the roots),
+/// the background's slots also left unwritten unless `background`.
 template <class T, bool Invert>
 void local_host(const T* mask, idx* p, unsigned* fg_bits, unsigned* root_bits, const geom& g,
-                idx wpr, int c, idx z0, idx z1) {
+                idx wpr, int c, idx z0, idx z1, bool background) {
   const auto at = [&](idx x, idx y, idx z) { return (z * g.ny + y) * g.nx + x; };
   for (idx zt = z0; zt < z1; zt += tile_z)
     for (idx yt = 0; yt < g.ny; yt += tile_y)
@@ -584,7 +606,7 @@ void local_host(const T* mask, idx* p, unsigned* fg_bits, unsigned* root_bits, c
             for (idx x = xt; x < xe; ++x) {
               const idx i = at(x, y, z);
               const bool f = member<Invert>(mask, static_cast<std::size_t>(i));
-              p[i] = f ? i : none;
+              if (f || background) p[i] = f ? i : none;
               word |= f ? 1u << (x - xt) : 0u;
             }
             fg_bits[(z * g.ny + y) * wpr + xt / tile_x] = word;
@@ -596,7 +618,7 @@ void local_host(const T* mask, idx* p, unsigned* fg_bits, unsigned* root_bits, c
           for (idx y = yt; y < ye; ++y)
             for (idx x = xt; x < xe; ++x) {
               const idx i = at(x, y, z);
-              if (p[i] == none) continue;
+              if (!member<Invert>(mask, static_cast<std::size_t>(i))) continue;
               const auto fg = [&](int dx, int dy, int dz) {
                 return in_tile(x + dx, y + dy, z + dz) &&
                        member<Invert>(mask, std::size_t(at(x + dx, y + dy, z + dz)));
@@ -611,7 +633,7 @@ void local_host(const T* mask, idx* p, unsigned* fg_bits, unsigned* root_bits, c
             unsigned word = 0;
             for (idx x = xt; x < xe; ++x) {
               const idx i = at(x, y, z);
-              if (p[i] == none) continue;
+              if (!member<Invert>(mask, static_cast<std::size_t>(i))) continue;
               p[i] = find_host(p, i);
               word |= p[i] == i ? 1u << (x - xt) : 0u;
             }
@@ -672,7 +694,8 @@ void local_pass(stream_view s, const T* mask, idx* p, unsigned* fg_bits, unsigne
 #else
   (void)s;
   (void)op;
-  local_host<T, Invert>(mask, p, fg_bits, root_bits, g, wpr, c, z0, z1);
+  // binary_fill_holes (Invert) reads every slot; vox::label only the members'.
+  local_host<T, Invert>(mask, p, fg_bits, root_bits, g, wpr, c, z0, z1, Invert);
 #endif
 }
 
@@ -746,7 +769,7 @@ async_value<std::int32_t> label(stream_set& streams, const volume<T>& mask,
   const extent3 e = mask.extent();
   const lbl::geom g{static_cast<lbl::idx>(e.x), static_cast<lbl::idx>(e.y),
                     static_cast<lbl::idx>(e.z)};
-  const auto n = static_cast<lbl::idx>(e.voxels());
+  [[maybe_unused]] const auto n = static_cast<lbl::idx>(e.voxels());
   const lbl::chunking k = lbl::chunking_of(g);
   const std::vector<slab> plan = lbl::op_plan(streams, mask, labels, op);
   const std::size_t c = plan.front().stream;
@@ -795,7 +818,8 @@ async_value<std::int32_t> label(stream_set& streams, const volume<T>& mask,
         detail::check_launch(op);
         lbl::relabel_kernel<<<blocks, lbl::tile_threads, 0, s.value()>>>(p, root_bits, g, k);
         detail::check_launch(op);
-        lbl::finalize_kernel<<<lbl::flat_blocks(n, op), lbl::tile_threads, 0, s.value()>>>(p, n);
+        lbl::finalize_kernel<<<lbl::flat_blocks(n, op), lbl::tile_threads, 0, s.value()>>>(
+            p, fg_bits, g, k);
         detail::check_launch(op);
         VOX_CUDA_TRY(cudaMemcpyAsync(result, off + k.chunks, sizeof(std::int32_t),
                                      cudaMemcpyDeviceToDevice, s.value()),
@@ -840,11 +864,17 @@ async_value<std::int32_t> label(stream_set& streams, const volume<T>& mask,
             while (q >= 0) q = p[q];
             p[i] = q;
           });
-        for (lbl::idx i = 0; i < n; ++i) {
-          const lbl::idx v = p[i];
-          const lbl::idx w = v >= 0 ? p[v] : v;
-          p[i] = v == lbl::none ? 0 : w < lbl::none ? lbl::decode_root(w) : w;
-        }
+        for (lbl::idx row = 0; row < k.rows; ++row)
+          for (lbl::idx x = 0; x < g.nx; ++x) {
+            const lbl::idx i = row * g.nx + x;
+            if (((fg_bits[row * k.wpr + x / 32] >> (x % 32)) & 1u) == 0) {
+              p[i] = 0;  // not read: the device leaves the background's slots unwritten
+              continue;
+            }
+            const lbl::idx v = p[i];
+            const lbl::idx w = v < lbl::none ? v : p[v];
+            p[i] = w < lbl::none ? lbl::decode_root(w) : w;
+          }
         *result = off[k.chunks];
 #endif
       });
