@@ -174,7 +174,9 @@ __device__ __forceinline__ void unite_shared(int* par, int a, int b) {
 }
 
 /// Tiles of slab [z0, z1) along y and z.
-__device__ __forceinline__ wide tiles_y(const geom& g) { return (wide{g.ny} + tile_y - 1) / tile_y; }
+__device__ __forceinline__ wide tiles_y(const geom& g) {
+  return (wide{g.ny} + tile_y - 1) / tile_y;
+}
 __device__ __forceinline__ wide tiles_z(idx z0, idx z1) {
   return (wide{z1} - z0 + tile_z - 1) / tile_z;
 }
@@ -183,7 +185,8 @@ __device__ __forceinline__ wide tiles_z(idx z0, idx z1) {
 /// union-find in shared memory (run starts by ballot, then the unions of the tile's backward
 /// pairs), then p = the global index of each member's root in the tile (the smallest index of
 /// its piece), and none for the background if `background` (else its slots are left as they
-/// are: vox::label's finalize_kernel does not read them); fg_bits = the members, root_bits (if given) = the tile roots.
+/// are: vox::label's finalize_kernel does not read them); fg_bits = the members, root_bits (if
+/// given) = the tile roots.
 template <class T, bool Invert, int C>
 __global__ void __launch_bounds__(32 * tile_y)
     local_kernel(const T* __restrict__ mask, idx* __restrict__ p, unsigned* __restrict__ fg_bits,

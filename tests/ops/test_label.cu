@@ -537,8 +537,8 @@ pattern spiral(const extent3& e) {
   return m;
 }
 
-/// A diagonal staircase (x, y, z) = (t, t, t) and one in-plane (t, 2t mod ny, z), the first
-/// connected only by corners, the second by in-plane edges... neither by faces.
+/// A staircase (t, t, t), connected only through corners (26), and in every other slice an
+/// in-plane one (t, ny - 1 - t, z), connected through in-plane diagonals (8, 18, 26).
 pattern staircases(const extent3& e) {
   pattern m(e.voxels(), 0);
   for (std::size_t t = 0; t < std::min({e.x, e.y, e.z}); ++t) m[(t * e.y + t) * e.x + t] = 1;
