@@ -57,13 +57,64 @@ VOX_HD inline bool member(const T* m, std::size_t i) {
 VOX_HD inline idx encode_root(idx l) { return -l - 1; }
 VOX_HD inline idx decode_root(idx v) { return -(v + 1); }
 
+/// The local pass's tiles: 32 voxels along x (a warp per row, one word of the bit masks),
+/// tile_y rows, tile_z slices (a block of 32 x tile_y threads, tile_z voxels per thread).
+inline constexpr int tile_x = 32;
+inline constexpr int tile_y = 8;
+inline constexpr int tile_z = 8;
+
+/// Whether offset (dx, dy, dz) comes before the voxel in memory order.
+VOX_HD constexpr bool backward(int dx, int dy, int dz) {
+  return dz < 0 || (dz == 0 && (dy < 0 || (dy == 0 && dx < 0)));
+}
+
+/// Whether the union of a member with its backward member neighbour at (dx, dy, dz) is needed,
+/// or implied by links of pairs whose later voxel comes earlier in memory order (so that the
+/// skips never depend on each other in a circle): fg(a, b, c) tells whether the voxel at offset
+/// (a, b, c) is a member, false where the caller does not know (a skip is then only missed).
+///  - the run link (-1, 0, 0) is always needed;
+///  - left member: any other (-1, b, c) is (0, b, c) of the left voxel, which it unites;
+///  - left pair: (a, b, c) of the left voxel, a member too, stands for the pair;
+///  - member below (18, 26): every other neighbour in the slice below is its in-plane
+///    neighbour; member above in the row (8, 18, 26): (+-1, -1, 0) are its run neighbours.
 #if VOX_BACKEND_CUDA
-/// Threads of the slab kernels: a warp per 32 voxels of a row, 8 rows per block.
-inline constexpr unsigned row_warps = 8;
-/// Tile of the count and rank passes: 256 threads of 8 voxels each, striped.
+#define VOX_LBL_INLINE __host__ __device__ __forceinline__
+#pragma nv_exec_check_disable
+#else
+#define VOX_LBL_INLINE inline
+#endif
+template <class F>
+VOX_LBL_INLINE bool needed(int dx, int dy, int dz, const F& fg) {
+  if (dx == -1 && dy == 0 && dz == 0) return true;
+  if (fg(-1, 0, 0) && (dx == -1 || fg(dx - 1, dy, dz))) return false;
+  if (dz == -1 && (dx != 0 || dy != 0) && fg(0, 0, -1)) return false;
+  if (dz == 0 && dy == -1 && dx != 0 && fg(0, -1, 0)) return false;
+  return true;
+}
+
+/// Layout of the bit masks (a word per 32 voxels of a row: rows * wpr words each) and the
+/// chunks of rows that the numbering passes count (about 64 words each, a warp per chunk).
+struct chunking {
+  idx wpr;     ///< words per row
+  idx rows;    ///< ny * nz
+  idx rpc;     ///< rows per chunk
+  idx chunks;  ///< ceil(rows / rpc)
+  [[nodiscard]] std::size_t words() const { return std::size_t(rows) * std::size_t(wpr); }
+};
+inline chunking chunking_of(const geom& g) {
+  chunking k{};
+  k.wpr = static_cast<idx>((wide{g.nx} + 31) / 32);
+  k.rows = static_cast<idx>(wide{g.ny} * g.nz);
+  k.rpc = std::max<idx>(1, 64 / k.wpr);
+  k.chunks = static_cast<idx>((wide{k.rows} + k.rpc - 1) / k.rpc);
+  return k;
+}
+
+#if VOX_BACKEND_CUDA
+/// Threads of the flat passes (finalize, compress, fill) and of the chunk passes (a warp per
+/// chunk).
 inline constexpr unsigned tile_threads = 256;
-inline constexpr unsigned tile_items = 8;
-inline constexpr idx tile = static_cast<idx>(tile_threads * tile_items);
+inline constexpr unsigned warps_per_block = tile_threads / 32;
 
 /// The root of x while unions run: loads bypass L1 (other SMs' atomics are in L2), so that a
 /// stale parent costs no more than a failed atomicMin.
@@ -96,183 +147,347 @@ __device__ __forceinline__ void unite(idx* p, idx a, idx b) {
   }
 }
 
-/// The slab's voxels: parent = the first voxel of its run of members along x inside the warp's
-/// 32 columns, none outside the set. Block (32, row_warps); rows and slices grid-strided.
-template <class T, bool Invert>
-__global__ void __launch_bounds__(32 * row_warps)
-    init_kernel(const T* __restrict__ mask, idx* __restrict__ p, geom g, idx z0, idx z1) {
-  const idx lane = static_cast<idx>(threadIdx.x);
-  const bool in = wide{blockIdx.x} * 32 + lane < g.nx;
-  const idx x = in ? static_cast<idx>(blockIdx.x) * 32 + lane : 0;
-  for (wide z = z0 + wide{blockIdx.z}; z < z1; z += gridDim.z)
-    for (wide y = wide{blockIdx.y} * row_warps + threadIdx.y; y < g.ny;
-         y += wide{gridDim.y} * row_warps) {  // uniform per warp: one row
-      const idx i = in ? (static_cast<idx>(z) * g.ny + static_cast<idx>(y)) * g.nx + x : 0;
-      const bool f = in && member<Invert>(mask, static_cast<std::size_t>(i));
-      const unsigned bits = __ballot_sync(0xffffffffu, f);
-      const unsigned below = ~bits & ((1u << lane) - 1u);  // non-members left of the lane
-      const idx start = below == 0 ? 0 : 32 - __clz(below);
-      if (in) p[i] = f ? i - (lane - start) : none;
+/// The same in a tile's shared parents (volatile reads: other warps' atomics).
+__device__ __forceinline__ int find_shared(const int* par, int x) {
+  const volatile int* v = par;
+  int y = v[x];
+  while (y != x) {
+    x = y;
+    y = v[x];
+  }
+  return x;
+}
+__device__ __forceinline__ void unite_shared(int* par, int a, int b) {
+  for (;;) {
+    a = find_shared(par, a);
+    b = find_shared(par, b);
+    if (a == b) return;
+    if (a > b) {
+      const int t = a;
+      a = b;
+      b = t;
+    }
+    const int old = atomicMin(par + b, a);
+    if (old == b) return;
+    b = old;
+  }
+}
+
+/// Tiles of slab [z0, z1) along y and z.
+__device__ __forceinline__ wide tiles_y(const geom& g) {
+  return (wide{g.ny} + tile_y - 1) / tile_y;
+}
+__device__ __forceinline__ wide tiles_z(idx z0, idx z1) {
+  return (wide{z1} - z0 + tile_z - 1) / tile_z;
+}
+
+/// Local pass of slab [z0, z1), a block per tile (grid-strided along y and z): the tile's
+/// union-find in shared memory (run starts by ballot, then the unions of the tile's backward
+/// pairs), then p = the global index of each member's root in the tile (the smallest index of
+/// its piece), and none for the background if `background` (else its slots are left as they
+/// are: vox::label's finalize_kernel does not read them); fg_bits = the members, root_bits (if
+/// given) = the tile roots.
+template <class T, bool Invert, int C>
+__global__ void __launch_bounds__(32 * tile_y)
+    local_kernel(const T* __restrict__ mask, idx* __restrict__ p, unsigned* __restrict__ fg_bits,
+                 unsigned* __restrict__ root_bits, geom g, idx wpr, idx z0, idx z1,
+                 bool background) {
+  __shared__ int par[tile_z * tile_y * 32];
+  __shared__ unsigned rows[tile_z * tile_y];
+  const int lane = static_cast<int>(threadIdx.x), wy = static_cast<int>(threadIdx.y);
+  const wide x = wide{blockIdx.x} * 32 + lane;
+  for (wide by = blockIdx.y; by < tiles_y(g); by += gridDim.y)
+    for (wide bz = blockIdx.z; bz < tiles_z(z0, z1); bz += gridDim.z) {
+      const wide y = by * tile_y + wy;
+      const wide zt = z0 + bz * tile_z;
+      const wide depth = std::min<wide>(tile_z, z1 - zt);
+      const bool inxy = x < g.nx && y < g.ny;
+      unsigned mine = 0;  // bit lz: this thread's voxel of slice lz is a member
+#pragma unroll
+      for (int lz = 0; lz < tile_z; ++lz) {
+        const bool in = inxy && lz < depth;
+        const idx row = in ? static_cast<idx>((zt + lz) * g.ny + y) : 0;
+        const bool f = in && member<Invert>(mask, std::size_t(row) * g.nx + std::size_t(x));
+        const unsigned b = __ballot_sync(0xffffffffu, f);
+        const unsigned below = ~b & ((1u << lane) - 1u);  // non-members left of the lane
+        const int start = below == 0 ? 0 : 32 - __clz(below);
+        const int l = (lz * tile_y + wy) * 32 + lane;
+        par[l] = f ? l - (lane - start) : -1;
+        mine |= f ? 1u << lz : 0u;
+        if (lane == 0) {
+          rows[lz * tile_y + wy] = b;
+          if (in) fg_bits[row * wpr + static_cast<idx>(blockIdx.x)] = b;
+        }
+      }
+      __syncthreads();
+#pragma unroll 1
+      for (int lz = 0; lz < tile_z; ++lz) {
+        if (((mine >> lz) & 1u) == 0) continue;
+        const int l = (lz * tile_y + wy) * 32 + lane;
+        const auto fg = [&](int dx, int dy, int dz) {
+          const int a = lane + dx, b = wy + dy, c = lz + dz;  // c < tile_z: dz <= 0
+          return a >= 0 && a < 32 && b >= 0 && b < tile_y && c >= 0 &&
+                 ((rows[c * tile_y + b] >> a) & 1u) != 0;
+        };
+#pragma unroll
+        for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+          for (int dy = -1; dy <= 1; ++dy)
+#pragma unroll
+            for (int dx = -1; dx <= 1; ++dx) {
+              if (!backward(dx, dy, dz) || !is_neighbour(C, dx, dy, dz)) continue;
+              if (dx == -1 && dy == 0 && dz == 0) continue;  // the run starts stand for it
+              if (fg(dx, dy, dz) && needed(dx, dy, dz, fg))
+                unite_shared(par, l, l + (dz * tile_y + dy) * 32 + dx);
+            }
+      }
+      __syncthreads();
+#pragma unroll
+      for (int lz = 0; lz < tile_z; ++lz) {
+        const bool in = inxy && lz < depth;
+        const bool f = ((mine >> lz) & 1u) != 0;
+        const int l = (lz * tile_y + wy) * 32 + lane;
+        const int r = f ? find_shared(par, l) : l;
+        const unsigned rb = __ballot_sync(0xffffffffu, f && r == l);
+        if (in) {
+          const idx row = static_cast<idx>((zt + lz) * g.ny + y);
+          idx out = none;
+          if (f) {
+            const wide rz = zt + r / (tile_y * 32), ry = by * tile_y + (r / 32) % tile_y,
+                       rx = wide{blockIdx.x} * 32 + r % 32;
+            out = static_cast<idx>((rz * g.ny + ry) * g.nx + rx);
+          }
+          if (f || background) p[std::size_t(row) * g.nx + std::size_t(x)] = out;
+          if (root_bits != nullptr && lane == 0)
+            root_bits[row * wpr + static_cast<idx>(blockIdx.x)] = rb;
+        }
+      }
+      __syncthreads();  // the shared arrays are reused by the next tile
     }
 }
 
-/// Unions of every member with its neighbours of smaller index: inside slices [z0, z1) with
-/// neighbours from slice zlo up (Boundary false: the local pass of a slab, zlo = its first
-/// slice), or of slices listed in `zs` with the slice below only (Boundary true). A neighbour
-/// pair is skipped where the pair one voxel to the left (both members) stands for it: the two
-/// are joined through their rows' runs anyway.
+/// The unions of slab [z0, z1)'s members with their backward neighbours in other tiles of the
+/// slab (global unions of the tile roots), from the member bits of local_kernel.
+template <int C>
+__global__ void __launch_bounds__(32 * tile_y)
+    border_kernel(idx* p, const unsigned* __restrict__ fg_bits, geom g, idx wpr, idx z0, idx z1) {
+  const int lane = static_cast<int>(threadIdx.x), wy = static_cast<int>(threadIdx.y);
+  const wide x = wide{blockIdx.x} * 32 + lane;
+  constexpr bool diag = C == 18 || C == 26;  // (+-1, +1, -1) or (0, +1, -1) pairs
+  const auto bit = [&](wide xn, wide yn, wide zn) {
+    const idx row = static_cast<idx>(zn * g.ny + yn);
+    return ((__ldg(fg_bits + row * wpr + static_cast<idx>(xn / 32)) >> (xn % 32)) & 1u) != 0;
+  };
+  for (wide by = blockIdx.y; by < tiles_y(g); by += gridDim.y)
+    for (wide bz = blockIdx.z; bz < tiles_z(z0, z1); bz += gridDim.z) {
+      const wide y = by * tile_y + wy;
+      const wide zt = z0 + bz * tile_z;
+      const wide depth = std::min<wide>(tile_z, z1 - zt);
+      if (x >= g.nx || y >= g.ny) continue;
+      for (int lz = 0; lz < depth; ++lz) {
+        const bool edge = lz == 0 || wy == 0 || lane == 0 || (C != 4 && C != 6 && lane == 31) ||
+                          (diag && wy == tile_y - 1);
+        if (!edge) continue;
+        const wide z = zt + lz;
+        if (!bit(x, y, z)) continue;
+        const auto fg = [&](int dx, int dy, int dz) {
+          const wide xn = x + dx, yn = y + dy, zn = z + dz;
+          return xn >= 0 && xn < g.nx && yn >= 0 && yn < g.ny && zn >= z0 && bit(xn, yn, zn);
+        };
+        const idx i = static_cast<idx>((z * g.ny + y) * g.nx + x);
+#pragma unroll
+        for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+          for (int dy = -1; dy <= 1; ++dy)
+#pragma unroll
+            for (int dx = -1; dx <= 1; ++dx) {
+              if (!backward(dx, dy, dz) || !is_neighbour(C, dx, dy, dz)) continue;
+              const bool across = lane + dx < 0 || lane + dx >= 32 || wy + dy < 0 ||
+                                  wy + dy >= tile_y || lz + dz < 0;
+              if (across && fg(dx, dy, dz) && needed(dx, dy, dz, fg))
+                unite(p, i, i + (dz * g.ny + dy) * g.nx + dx);
+            }
+      }
+    }
+}
+
+/// Unions of the slices listed in `zs` (slab starts) with the slice below, after every slab's
+/// local pass (a warp per row of 32 voxels).
 struct zlist {
   static constexpr int cap = 64;
   int count;
   idx z[cap];
 };
 
-template <class T, bool Invert, int C, bool Boundary>
-__global__ void __launch_bounds__(32 * row_warps)
-    merge_kernel(const T* __restrict__ mask, idx* p, geom g, idx z0, idx z1, zlist zs) {
+template <class T, bool Invert, int C>
+__global__ void __launch_bounds__(32 * tile_y)
+    boundary_kernel(const T* __restrict__ mask, idx* p, geom g, zlist zs) {
   const idx lane = static_cast<idx>(threadIdx.x);
   const bool in = wide{blockIdx.x} * 32 + lane < g.nx;
   const idx x = in ? static_cast<idx>(blockIdx.x) * 32 + lane : 0;
-  const wide zcount = Boundary ? wide{zs.count} : wide{z1} - z0;
-  for (wide zk = blockIdx.z; zk < zcount; zk += gridDim.z) {
-    const idx z = Boundary ? zs.z[zk] : static_cast<idx>(z0 + zk);
-    const idx zlo = Boundary ? z - 1 : z0;
-    for (wide yw = wide{blockIdx.y} * row_warps + threadIdx.y; yw < g.ny;
-         yw += wide{gridDim.y} * row_warps) {  // uniform per warp: one row
+  for (wide zk = blockIdx.z; zk < zs.count; zk += gridDim.z) {
+    const idx z = zs.z[zk];
+    for (wide yw = wide{blockIdx.y} * tile_y + threadIdx.y; yw < g.ny;
+         yw += wide{gridDim.y} * tile_y) {  // uniform per warp: one row
       const auto y = static_cast<idx>(yw);
       const idx i = in ? (z * g.ny + y) * g.nx + x : 0;
       const bool f = in && member<Invert>(mask, static_cast<std::size_t>(i));
       const unsigned own = __ballot_sync(0xffffffffu, f);
       const bool left = lane > 0 ? ((own >> (lane - 1)) & 1u) != 0
                                  : (f && x > 0 && member<Invert>(mask, std::size_t(i) - 1));
-      // The run link across the warp's left edge (inside a warp's columns init_kernel made it).
-      if (!Boundary && f && lane == 0 && left) unite(p, i, i - 1);
 #pragma unroll
-      for (int dz = -1; dz <= 0; ++dz)
+      for (int dy = -1; dy <= 1; ++dy)
 #pragma unroll
-        for (int dy = -1; dy <= 1; ++dy)
-#pragma unroll
-          for (int dx = -1; dx <= 1; ++dx) {
-            const bool backward = dz < 0 || dy < 0;  // (-1, 0, 0) is the run link
-            if (!backward || !is_neighbour(C, dx, dy, dz) || (Boundary && dz == 0)) continue;
-            const idx xn = x + dx, yn = y + dy, zn = z + dz;
-            const bool nin = in && xn >= 0 && xn < g.nx && yn >= 0 && yn < g.ny && zn >= zlo;
-            const idx j = nin ? i + (dz * g.ny + dy) * g.nx + dx : 0;
-            const bool nf = nin && member<Invert>(mask, static_cast<std::size_t>(j));
-            const unsigned nbits = __ballot_sync(0xffffffffu, nf);
-            if (f && nf) {
-              bool skip;
-              if (lane > 0)
-                skip = left && ((nbits >> (lane - 1)) & 1u) != 0;
-              else
-                skip = left && xn > 0 && member<Invert>(mask, std::size_t(j) - 1);
-              if (!skip) unite(p, i, j);
-            }
+        for (int dx = -1; dx <= 1; ++dx) {
+          if (!is_neighbour(C, dx, dy, -1)) continue;
+          const idx xn = x + dx, yn = y + dy;
+          const bool nin = in && xn >= 0 && xn < g.nx && yn >= 0 && yn < g.ny;
+          const idx j = nin ? i + (-g.ny + dy) * g.nx + dx : 0;
+          const bool nf = nin && member<Invert>(mask, static_cast<std::size_t>(j));
+          const unsigned nbits = __ballot_sync(0xffffffffu, nf);
+          if (f && nf) {
+            // The pair one voxel to the left, both members, stands for this one.
+            bool skip;
+            if (lane > 0)
+              skip = left && ((nbits >> (lane - 1)) & 1u) != 0;
+            else
+              skip = left && xn > 0 && member<Invert>(mask, std::size_t(j) - 1);
+            if (!skip) unite(p, i, j);
           }
-    }
-  }
-}
-
-/// Sum of v over the block (256 threads), valid in thread 0.
-__device__ __forceinline__ idx block_sum(idx v, idx* sh) {
-  v = __reduce_add_sync(0xffffffffu, static_cast<unsigned>(v));
-  const unsigned warp = threadIdx.x / 32;
-  if (threadIdx.x % 32 == 0) sh[warp] = v;
-  __syncthreads();
-  idx t = 0;
-  if (threadIdx.x == 0)
-    for (unsigned w = 0; w < tile_threads / 32; ++w) t += sh[w];
-  return t;
-}
-
-/// Path compression (every member's parent becomes its root) and, when `counts` is given, the
-/// roots of each tile of `tile` voxels: counts[tile], counts[tiles] = 0 (exclusive scan's tail).
-__global__ void __launch_bounds__(tile_threads)
-    compress_kernel(idx* p, idx n, idx* counts, idx tiles) {
-  __shared__ idx sh[tile_threads / 32];
-  const wide base = wide{blockIdx.x} * tile;
-  idx roots = 0;
-#pragma unroll
-  for (unsigned k = 0; k < tile_items; ++k) {
-    const wide iw = base + k * tile_threads + threadIdx.x;
-    if (iw < n) {
-      const auto i = static_cast<idx>(iw);
-      const idx v = p[i];
-      if (v == i) {
-        ++roots;
-      } else if (v >= 0) {
-        // No unions run now: roots are fixed, and concurrent compression only shortens paths.
-        idx r = v, q = p[r];
-        while (q != r) {
-          r = q;
-          q = p[r];
         }
-        if (r != v) p[i] = r;
-      }
     }
-  }
-  if (counts == nullptr) return;
-  const idx t = block_sum(roots, sh);
-  if (threadIdx.x == 0) {
-    counts[blockIdx.x] = t;
-    if (blockIdx.x == 0) counts[tiles] = 0;
   }
 }
 
-/// Numbers the roots of each tile in memory order from offsets[tile] + 1, written encoded.
+/// Calls f(row, word) for the words of chunk ch (uniform per warp).
+template <class F>
+__device__ __forceinline__ void each_word(const chunking& k, wide ch, F f) {
+  const wide r0 = ch * k.rpc, r1 = std::min<wide>(r0 + k.rpc, k.rows);
+  for (wide row = r0; row < r1; ++row)
+    for (idx w = 0; w < k.wpr; ++w) f(static_cast<idx>(row), w);
+}
+
+/// counts[chunk] = the roots (tile roots that are still roots) of each chunk; counts[chunks] = 0
+/// (the exclusive scan's tail).
 __global__ void __launch_bounds__(tile_threads)
-    rank_kernel(idx* p, idx n, const idx* __restrict__ offsets) {
-  __shared__ idx sh[tile_threads / 32];
-  const wide base = wide{blockIdx.x} * tile;
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  idx running = offsets[blockIdx.x];
-  for (unsigned k = 0; k < tile_items; ++k) {
-    const wide iw = base + k * tile_threads + threadIdx.x;
-    const auto i = static_cast<idx>(iw < n ? iw : 0);
-    const bool root = iw < n && p[i] == i;
-    const unsigned b = __ballot_sync(0xffffffffu, root);
-    if (lane == 0) sh[warp] = __popc(b);
-    __syncthreads();
-    idx before = 0, total = 0;
-    for (unsigned w = 0; w < tile_threads / 32; ++w) {
-      const idx c = sh[w];
-      before += w < warp ? c : 0;
-      total += c;
-    }
-    if (root) p[i] = encode_root(running + before + __popc(b & ((1u << lane) - 1u)) + 1);
-    running += total;
-    __syncthreads();
+    count_kernel(const idx* __restrict__ p, const unsigned* __restrict__ root_bits, geom g,
+                 chunking k, idx* counts) {
+  const unsigned lane = threadIdx.x % 32;
+  for (wide ch = (wide{blockIdx.x} * tile_threads + threadIdx.x) / 32; ch < k.chunks;
+       ch += wide{gridDim.x} * warps_per_block) {
+    idx total = 0;
+    each_word(k, ch, [&](idx row, idx w) {
+      const unsigned bits = root_bits[row * k.wpr + w];
+      if (bits == 0) return;
+      const idx i = row * g.nx + w * 32 + static_cast<idx>(lane);
+      const bool root = ((bits >> lane) & 1u) != 0 && p[i] == i;
+      total += __popc(__ballot_sync(0xffffffffu, root));
+    });
+    if (lane == 0) counts[ch] = total;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) counts[k.chunks] = 0;
+}
+
+/// Each root's slot = its number, encoded: offsets[chunk] + 1 + the roots before it in the chunk.
+__global__ void __launch_bounds__(tile_threads)
+    number_kernel(idx* p, const unsigned* __restrict__ root_bits, geom g, chunking k,
+                  const idx* __restrict__ offsets) {
+  const unsigned lane = threadIdx.x % 32;
+  for (wide ch = (wide{blockIdx.x} * tile_threads + threadIdx.x) / 32; ch < k.chunks;
+       ch += wide{gridDim.x} * warps_per_block) {
+    idx running = offsets[ch];
+    each_word(k, ch, [&](idx row, idx w) {
+      const unsigned bits = root_bits[row * k.wpr + w];
+      if (bits == 0) return;
+      const idx i = row * g.nx + w * 32 + static_cast<idx>(lane);
+      const bool root = ((bits >> lane) & 1u) != 0 && p[i] == i;
+      const unsigned b = __ballot_sync(0xffffffffu, root);
+      if (root) p[i] = encode_root(running + __popc(b & ((1u << lane) - 1u)) + 1);
+      running += __popc(b);
+    });
   }
 }
 
-/// labels = the number of each member's root, 0 for the background. A root's slot holds its
-/// number encoded until its own thread decodes it; a member reads either form.
-__global__ void __launch_bounds__(tile_threads) finalize_kernel(idx* p, idx n) {
+/// Every other tile root's slot = its component's encoded number (from its chain of parents,
+/// which ends at an encoded slot: a root's, or one this pass wrote already).
+__global__ void __launch_bounds__(tile_threads)
+    relabel_kernel(idx* p, const unsigned* __restrict__ root_bits, geom g, chunking k) {
+  const unsigned lane = threadIdx.x % 32;
+  for (wide ch = (wide{blockIdx.x} * tile_threads + threadIdx.x) / 32; ch < k.chunks;
+       ch += wide{gridDim.x} * warps_per_block) {
+    each_word(k, ch, [&](idx row, idx w) {
+      const unsigned bits = root_bits[row * k.wpr + w];
+      if (((bits >> lane) & 1u) == 0) return;
+      const idx i = row * g.nx + w * 32 + static_cast<idx>(lane);
+      idx q = p[i];
+      if (q < 0) return;  // a root, numbered
+      while (q >= 0) q = p[q];
+      p[i] = q;
+    });
+  }
+}
+
+/// Words of the member bits per warp and step of finalize_kernel (their loads in flight at once).
+inline constexpr int finalize_words = 4;
+
+/// labels = the number of each member's component, 0 for the background, a warp per word of
+/// the member bits (the background's slots are not read: local_kernel left them unwritten). A
+/// member's parent is a tile root whose slot holds the number encoded until that root's own
+/// thread decodes it; a member reads either form.
+__global__ void __launch_bounds__(tile_threads)
+    finalize_kernel(idx* p, const unsigned* __restrict__ fg_bits, geom g, chunking k) {
+  const unsigned lane = threadIdx.x % 32;
+  const auto words = static_cast<unsigned>(k.rows) * static_cast<unsigned>(k.wpr);
+  const auto wpr = static_cast<unsigned>(k.wpr);
+  for (wide q0 = (wide{blockIdx.x} * tile_threads + threadIdx.x) / 32 * finalize_words;
+       q0 < words; q0 += wide{gridDim.x} * warps_per_block * finalize_words) {
+    idx at[finalize_words], v[finalize_words];
+#pragma unroll
+    for (int u = 0; u < finalize_words; ++u) {
+      const auto q = static_cast<unsigned>(std::min<wide>(q0 + u, words - 1));
+      const unsigned row = q / wpr, x = (q - row * wpr) * 32 + lane;
+      const bool in = q0 + u < words && x < static_cast<unsigned>(g.nx);
+      at[u] = in ? static_cast<idx>(row) * g.nx + static_cast<idx>(x) : -1;
+      v[u] = in && ((__ldg(fg_bits + q) >> lane) & 1u) != 0 ? 0 : none;
+    }
+#pragma unroll
+    for (int u = 0; u < finalize_words; ++u)
+      if (v[u] == 0) v[u] = p[at[u]];
+#pragma unroll
+    for (int u = 0; u < finalize_words; ++u) {
+      const idx w = v[u] >= 0 ? p[v[u]] : v[u];
+      v[u] = w < none ? decode_root(w) : w == none ? 0 : w;
+    }
+#pragma unroll
+    for (int u = 0; u < finalize_words; ++u)
+      if (at[u] >= 0) p[at[u]] = v[u];
+  }
+}
+
+/// Path compression (every member's parent becomes its root); no unions run now.
+__global__ void __launch_bounds__(tile_threads) compress_kernel(idx* p, idx n) {
   for (wide iw = wide{blockIdx.x} * tile_threads + threadIdx.x; iw < n;
        iw += wide{gridDim.x} * tile_threads) {
     const auto i = static_cast<idx>(iw);
     const idx v = p[i];
-    idx out;
-    if (v == none) {
-      out = 0;
-    } else if (v < none) {
-      out = decode_root(v);
-    } else {
-      const idx w = p[v];
-      out = w < none ? decode_root(w) : w;
+    if (v < 0 || v == i) continue;
+    idx r = v, q = p[r];
+    while (q != r) {
+      r = q;
+      q = p[r];
     }
-    p[i] = out;
+    if (r != v) p[i] = r;
   }
 }
 
 /// flag[root] = 1 for every background voxel on the border (in-plane: x and y faces only).
-__global__ void __launch_bounds__(32 * row_warps)
-    border_kernel(const idx* __restrict__ p, geom g, bool planar, unsigned char* flag) {
+__global__ void __launch_bounds__(32 * tile_y)
+    edge_kernel(const idx* __restrict__ p, geom g, bool planar, unsigned char* flag) {
   if (wide{blockIdx.x} * 32 + threadIdx.x >= g.nx) return;
   const auto x = static_cast<idx>(blockIdx.x * 32 + threadIdx.x);
   for (wide zw = blockIdx.z; zw < g.nz; zw += gridDim.z)
-    for (wide yw = wide{blockIdx.y} * row_warps + threadIdx.y; yw < g.ny;
-         yw += wide{gridDim.y} * row_warps) {
+    for (wide yw = wide{blockIdx.y} * tile_y + threadIdx.y; yw < g.ny;
+         yw += wide{gridDim.y} * tile_y) {
       const auto z = static_cast<idx>(zw), y = static_cast<idx>(yw);
       const bool edge = x == 0 || x == g.nx - 1 || y == 0 || y == g.ny - 1 ||
                         (!planar && (z == 0 || z == g.nz - 1));
@@ -295,13 +510,21 @@ __global__ void __launch_bounds__(tile_threads)
   }
 }
 
-/// Grid of the row kernels over `slices` slices.
+/// Grid of the row kernels (32 x tile_y threads) over `slices` slices.
 inline dim3 row_grid(const geom& g, idx slices) {
   const auto gx = static_cast<unsigned>((wide{g.nx} + 31) / 32);
   const auto gy = static_cast<unsigned>(
-      std::min<wide>((wide{g.ny} + row_warps - 1) / row_warps, max_grid_yz));
+      std::min<wide>((wide{g.ny} + tile_y - 1) / tile_y, max_grid_yz));
   const auto gz = static_cast<unsigned>(std::min<wide>(std::max<idx>(slices, 1), max_grid_yz));
   return dim3(gx, gy, gz);
+}
+
+/// Grid of the tile kernels over slab [z0, z1).
+inline dim3 tile_grid(const geom& g, idx z0, idx z1) {
+  const auto gz = static_cast<unsigned>(
+      std::min<wide>(std::max<wide>((wide{z1} - z0 + tile_z - 1) / tile_z, 1), max_grid_yz));
+  const dim3 r = row_grid(g, 1);
+  return dim3(r.x, r.y, gz);
 }
 
 /// Blocks of a grid-strided pass over n voxels: four resident waves at most.
@@ -311,29 +534,39 @@ inline unsigned flat_blocks(idx n, const char* op) {
       (static_cast<std::size_t>(n) + tile_threads - 1) / tile_threads, 1, 4 * wave));
 }
 
+/// Blocks of a chunk pass (a warp per chunk): four resident waves at most.
+inline unsigned chunk_blocks(const chunking& k, const char* op) {
+  const std::size_t wave = iops::sm_count(op) * (2048 / tile_threads);
+  return static_cast<unsigned>(std::clamp<std::size_t>(
+      (static_cast<std::size_t>(k.chunks) + warps_per_block - 1) / warps_per_block, 1,
+      4 * wave));
+}
+
 template <class T, bool Invert, int C>
-void merge_slab_c(stream_view s, const T* mask, idx* p, const geom& g, idx z0, idx z1,
-                  const char* op) {
-  merge_kernel<T, Invert, C, false>
-      <<<row_grid(g, z1 - z0), dim3(32, row_warps, 1), 0, s.value()>>>(mask, p, g, z0, z1,
-                                                                        zlist{});
+void local_c(stream_view s, const T* mask, idx* p, unsigned* fg_bits, unsigned* root_bits,
+             const geom& g, idx wpr, idx z0, idx z1, const char* op) {
+  const dim3 grid = tile_grid(g, z0, z1), block(32, tile_y, 1);
+  local_kernel<T, Invert, C>
+      <<<grid, block, 0, s.value()>>>(mask, p, fg_bits, root_bits, g, wpr, z0, z1, Invert);
+  detail::check_launch(op);
+  border_kernel<C><<<grid, block, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1);
   detail::check_launch(op);
 }
 
 template <class T, bool Invert, int C>
-void merge_boundaries_c(stream_view s, const T* mask, idx* p, const geom& g,
-                        const std::vector<idx>& zs, const char* op) {
+void boundaries_c(stream_view s, const T* mask, idx* p, const geom& g,
+                  const std::vector<idx>& zs, const char* op) {
   for (std::size_t k = 0; k < zs.size(); k += zlist::cap) {
     zlist l{};
     l.count = static_cast<int>(std::min<std::size_t>(zlist::cap, zs.size() - k));
     for (int j = 0; j < l.count; ++j) l.z[j] = zs[k + static_cast<std::size_t>(j)];
-    merge_kernel<T, Invert, C, true>
-        <<<row_grid(g, l.count), dim3(32, row_warps, 1), 0, s.value()>>>(mask, p, g, 0, 0, l);
+    boundary_kernel<T, Invert, C>
+        <<<row_grid(g, l.count), dim3(32, tile_y, 1), 0, s.value()>>>(mask, p, g, l);
     detail::check_launch(op);
   }
 }
 #else
-/// The root of x (serial: path halving).
+/// The root of x (serial: path halving; a voxel's parent stays a tile root).
 inline idx find_host(idx* p, idx x) {
   while (p[x] != x) {
     p[x] = p[p[x]];
@@ -348,71 +581,142 @@ inline void unite_host(idx* p, idx a, idx b) {
   if (b < a) p[a] = b;
 }
 
-/// Unions of the members of slice z with their neighbours of smaller index from slice zlo up;
-/// only the slice below when `below_only`.
+/// Calls f(dx, dy, dz) for the backward neighbour offsets of connectivity c, in the kernels'
+/// order.
+template <class F>
+void each_backward(int c, F f) {
+  for (int dz = -1; dz <= 0; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx)
+        if (backward(dx, dy, dz) && is_neighbour(c, dx, dy, dz)) f(dx, dy, dz);
+}
+
+/// local_kernel then border_kernel of slab [z0, z1), serially, tile by tile: the same tiles,
+/// bits, skips and results (up to the order of the unions, which does not change the roots),
+/// the background's slots also left unwritten unless `background`.
 template <class T, bool Invert>
-void merge_slice_host(const T* mask, idx* p, const geom& g, int c, idx z, idx zlo,
-                      bool below_only) {
+void local_host(const T* mask, idx* p, unsigned* fg_bits, unsigned* root_bits, const geom& g,
+                idx wpr, int c, idx z0, idx z1, bool background) {
+  const auto at = [&](idx x, idx y, idx z) { return (z * g.ny + y) * g.nx + x; };
+  for (idx zt = z0; zt < z1; zt += tile_z)
+    for (idx yt = 0; yt < g.ny; yt += tile_y)
+      for (idx xt = 0; xt < g.nx; xt += tile_x) {
+        const idx ze = std::min<idx>(zt + tile_z, z1), ye = std::min<idx>(yt + tile_y, g.ny),
+                  xe = std::min<idx>(xt + tile_x, g.nx);
+        for (idx z = zt; z < ze; ++z)
+          for (idx y = yt; y < ye; ++y) {
+            unsigned word = 0;
+            for (idx x = xt; x < xe; ++x) {
+              const idx i = at(x, y, z);
+              const bool f = member<Invert>(mask, static_cast<std::size_t>(i));
+              if (f || background) p[i] = f ? i : none;
+              word |= f ? 1u << (x - xt) : 0u;
+            }
+            fg_bits[(z * g.ny + y) * wpr + xt / tile_x] = word;
+          }
+        const auto in_tile = [&](idx x, idx y, idx z) {
+          return x >= xt && x < xe && y >= yt && y < ye && z >= zt && z < ze;
+        };
+        for (idx z = zt; z < ze; ++z)
+          for (idx y = yt; y < ye; ++y)
+            for (idx x = xt; x < xe; ++x) {
+              const idx i = at(x, y, z);
+              if (!member<Invert>(mask, static_cast<std::size_t>(i))) continue;
+              const auto fg = [&](int dx, int dy, int dz) {
+                return in_tile(x + dx, y + dy, z + dz) &&
+                       member<Invert>(mask, std::size_t(at(x + dx, y + dy, z + dz)));
+              };
+              each_backward(c, [&](int dx, int dy, int dz) {
+                if (fg(dx, dy, dz) && needed(dx, dy, dz, fg))
+                  unite_host(p, i, at(x + dx, y + dy, z + dz));
+              });
+            }
+        for (idx z = zt; z < ze; ++z)
+          for (idx y = yt; y < ye; ++y) {
+            unsigned word = 0;
+            for (idx x = xt; x < xe; ++x) {
+              const idx i = at(x, y, z);
+              if (!member<Invert>(mask, static_cast<std::size_t>(i))) continue;
+              p[i] = find_host(p, i);
+              word |= p[i] == i ? 1u << (x - xt) : 0u;
+            }
+            if (root_bits != nullptr) root_bits[(z * g.ny + y) * wpr + xt / tile_x] = word;
+          }
+      }
+  const auto bit = [&](idx x, idx y, idx z) {
+    return ((fg_bits[(z * g.ny + y) * wpr + x / tile_x] >> (x % tile_x)) & 1u) != 0;
+  };
+  for (idx z = z0; z < z1; ++z)
+    for (idx y = 0; y < g.ny; ++y)
+      for (idx x = 0; x < g.nx; ++x) {
+        if (!bit(x, y, z)) continue;
+        const auto fg = [&](int dx, int dy, int dz) {
+          const idx xn = x + dx, yn = y + dy, zn = z + dz;
+          return xn >= 0 && xn < g.nx && yn >= 0 && yn < g.ny && zn >= z0 && bit(xn, yn, zn);
+        };
+        each_backward(c, [&](int dx, int dy, int dz) {
+          const int lane = x % tile_x + dx, wy = y % tile_y + dy, lz = (z - z0) % tile_z + dz;
+          const bool across = lane < 0 || lane >= tile_x || wy < 0 || wy >= tile_y || lz < 0;
+          if (across && fg(dx, dy, dz) && needed(dx, dy, dz, fg))
+            unite_host(p, at(x, y, z), at(x + dx, y + dy, z + dz));
+        });
+      }
+}
+
+/// Unions of the members of slice z with their neighbours in the slice below.
+template <class T, bool Invert>
+void boundary_host(const T* mask, idx* p, const geom& g, int c, idx z) {
   for (idx y = 0; y < g.ny; ++y)
     for (idx x = 0; x < g.nx; ++x) {
       const idx i = (z * g.ny + y) * g.nx + x;
       if (!member<Invert>(mask, static_cast<std::size_t>(i))) continue;
-      for (int dz = -1; dz <= 0; ++dz)
-        for (int dy = -1; dy <= 1; ++dy)
-          for (int dx = -1; dx <= 1; ++dx) {
-            const bool backward = dz < 0 || dy < 0 || (dy == 0 && dx < 0);
-            if (!backward || !is_neighbour(c, dx, dy, dz) || (below_only && dz == 0)) continue;
-            const idx xn = x + dx, yn = y + dy, zn = z + dz;
-            if (xn < 0 || xn >= g.nx || yn < 0 || yn >= g.ny || zn < zlo) continue;
-            const idx j = (zn * g.ny + yn) * g.nx + xn;
-            if (member<Invert>(mask, static_cast<std::size_t>(j))) unite_host(p, i, j);
-          }
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx) {
+          if (!is_neighbour(c, dx, dy, -1)) continue;
+          const idx xn = x + dx, yn = y + dy;
+          if (xn < 0 || xn >= g.nx || yn < 0 || yn >= g.ny) continue;
+          const idx j = ((z - 1) * g.ny + yn) * g.nx + xn;
+          if (member<Invert>(mask, static_cast<std::size_t>(j))) unite_host(p, i, j);
+        }
     }
 }
 #endif
 
-/// Phase 1 on stream s for slab [z0, z1): init and the unions inside the slab.
+/// Phase 1 on stream s for slab [z0, z1): the local pass and the unions across its tiles.
 template <class T, bool Invert>
-void local_pass(stream_view s, const T* mask, idx* p, const geom& g, int c, idx z0, idx z1,
-                const char* op) {
+void local_pass(stream_view s, const T* mask, idx* p, unsigned* fg_bits, unsigned* root_bits,
+                const geom& g, idx wpr, int c, idx z0, idx z1, const char* op) {
 #if VOX_BACKEND_CUDA
-  init_kernel<T, Invert>
-      <<<row_grid(g, z1 - z0), dim3(32, row_warps, 1), 0, s.value()>>>(mask, p, g, z0, z1);
-  detail::check_launch(op);
   switch (c) {
-    case 4: merge_slab_c<T, Invert, 4>(s, mask, p, g, z0, z1, op); break;
-    case 8: merge_slab_c<T, Invert, 8>(s, mask, p, g, z0, z1, op); break;
-    case 6: merge_slab_c<T, Invert, 6>(s, mask, p, g, z0, z1, op); break;
-    case 18: merge_slab_c<T, Invert, 18>(s, mask, p, g, z0, z1, op); break;
-    default: merge_slab_c<T, Invert, 26>(s, mask, p, g, z0, z1, op); break;
+    case 4: local_c<T, Invert, 4>(s, mask, p, fg_bits, root_bits, g, wpr, z0, z1, op); break;
+    case 8: local_c<T, Invert, 8>(s, mask, p, fg_bits, root_bits, g, wpr, z0, z1, op); break;
+    case 6: local_c<T, Invert, 6>(s, mask, p, fg_bits, root_bits, g, wpr, z0, z1, op); break;
+    case 18: local_c<T, Invert, 18>(s, mask, p, fg_bits, root_bits, g, wpr, z0, z1, op); break;
+    default: local_c<T, Invert, 26>(s, mask, p, fg_bits, root_bits, g, wpr, z0, z1, op); break;
   }
 #else
   (void)s;
   (void)op;
-  const std::size_t lo = static_cast<std::size_t>(z0) * g.ny * g.nx;
-  const std::size_t hi = static_cast<std::size_t>(z1) * g.ny * g.nx;
-  for (std::size_t i = lo; i < hi; ++i)
-    p[i] = member<Invert>(mask, i) ? static_cast<idx>(i) : none;
-  for (idx z = z0; z < z1; ++z) merge_slice_host<T, Invert>(mask, p, g, c, z, z0, false);
+  // binary_fill_holes (Invert) reads every slot; vox::label only the members'.
+  local_host<T, Invert>(mask, p, fg_bits, root_bits, g, wpr, c, z0, z1, Invert);
 #endif
 }
 
-/// Phase 2 on stream s: the unions of each slice in `zs` with the slice below, then path
-/// compression, all of the volume's n voxels.
+/// Phase 2 on stream s: the unions of each slice in `zs` with the slice below.
 template <class T, bool Invert>
 void boundary_pass(stream_view s, const T* mask, idx* p, const geom& g, int c,
                    const std::vector<idx>& zs, const char* op) {
   if (zs.empty() || in_plane(c)) return;
 #if VOX_BACKEND_CUDA
   switch (c) {
-    case 6: merge_boundaries_c<T, Invert, 6>(s, mask, p, g, zs, op); break;
-    case 18: merge_boundaries_c<T, Invert, 18>(s, mask, p, g, zs, op); break;
-    default: merge_boundaries_c<T, Invert, 26>(s, mask, p, g, zs, op); break;
+    case 6: boundaries_c<T, Invert, 6>(s, mask, p, g, zs, op); break;
+    case 18: boundaries_c<T, Invert, 18>(s, mask, p, g, zs, op); break;
+    default: boundaries_c<T, Invert, 26>(s, mask, p, g, zs, op); break;
   }
 #else
   (void)s;
   (void)op;
-  for (idx z : zs) merge_slice_host<T, Invert>(mask, p, g, c, z, z - 1, true);
+  for (idx z : zs) boundary_host<T, Invert>(mask, p, g, c, z);
 #endif
 }
 
@@ -468,15 +772,21 @@ async_value<std::int32_t> label(stream_set& streams, const volume<T>& mask,
   const extent3 e = mask.extent();
   const lbl::geom g{static_cast<lbl::idx>(e.x), static_cast<lbl::idx>(e.y),
                     static_cast<lbl::idx>(e.z)};
-  const auto n = static_cast<lbl::idx>(e.voxels());
+  [[maybe_unused]] const auto n = static_cast<lbl::idx>(e.voxels());
+  const lbl::chunking k = lbl::chunking_of(g);
   const std::vector<slab> plan = lbl::op_plan(streams, mask, labels, op);
   const std::size_t c = plan.front().stream;
   const T* m = mask.data();
   lbl::idx* p = labels.data();
 
-  exec::run_op(streams, op, plan, {vox::read(mask), vox::write(labels)},
+  // The member bits, then the tile-root bits, tracked per slice like the volumes.
+  iops::scratch<unsigned> bits(streams, c, 2 * k.words(), e.z, false, op);
+  unsigned* fg_bits = bits.data();
+  unsigned* root_bits = fg_bits + k.words();
+  exec::run_op(streams, op, plan,
+               {vox::read(mask), vox::write(labels), bits.slabs(exec::access_mode::write)},
                [&](stream_view s, const slab& w) {
-                 lbl::local_pass<T, false>(s, m, p, g, connectivity,
+                 lbl::local_pass<T, false>(s, m, p, fg_bits, root_bits, g, k.wpr, connectivity,
                                            static_cast<lbl::idx>(w.z0),
                                            static_cast<lbl::idx>(w.z1), op);
                });
@@ -484,49 +794,94 @@ async_value<std::int32_t> label(stream_set& streams, const volume<T>& mask,
   device_buffer<std::int32_t> slot(1, streams.stream(c));
   std::int32_t* result = slot.data();
   const std::vector<lbl::idx> zs = lbl::boundaries(plan);
-#if VOX_BACKEND_CUDA
-  const auto tiles = static_cast<lbl::idx>((lbl::wide{n} + lbl::tile - 1) / lbl::tile);
-  // counts[0, tiles] then offsets[0, tiles] (exclusive sums; offsets[tiles] = N).
-  device_buffer<lbl::idx> counts(2 * (static_cast<std::size_t>(tiles) + 1), streams.stream(c));
+  // counts[0, chunks] then offsets[0, chunks] (exclusive sums; offsets[chunks] = N).
+  device_buffer<lbl::idx> counts(2 * (static_cast<std::size_t>(k.chunks) + 1), streams.stream(c));
   lbl::idx* cnt = counts.data();
-  lbl::idx* off = cnt + tiles + 1;
+  lbl::idx* off = cnt + k.chunks + 1;
+#if VOX_BACKEND_CUDA
   std::size_t temp_bytes = 0;
-  VOX_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, cnt, off, tiles + 1,
+  VOX_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, cnt, off, k.chunks + 1,
                                              streams.stream(c).value()),
                op);
   device_buffer<unsigned char> temp(std::max<std::size_t>(temp_bytes, 1), streams.stream(c));
 #endif
-  exec::run_op(streams, op, {slab{c, 0, e.z}}, {vox::read(mask), vox::write_all(labels)},
-               [&](stream_view s, const slab&) {
-                 lbl::boundary_pass<T, false>(s, m, p, g, connectivity, zs, op);
+  exec::run_op(
+      streams, op, {slab{c, 0, e.z}},
+      {vox::read(mask), vox::write_all(labels), bits.whole(exec::access_mode::write)},
+      [&](stream_view s, const slab&) {
+        lbl::boundary_pass<T, false>(s, m, p, g, connectivity, zs, op);
 #if VOX_BACKEND_CUDA
-                 lbl::compress_kernel<<<static_cast<unsigned>(tiles), lbl::tile_threads, 0,
-                                        s.value()>>>(p, n, cnt, tiles);
-                 detail::check_launch(op);
-                 VOX_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, cnt, off,
-                                                            tiles + 1, s.value()),
-                              op);
-                 lbl::rank_kernel<<<static_cast<unsigned>(tiles), lbl::tile_threads, 0,
-                                    s.value()>>>(p, n, off);
-                 detail::check_launch(op);
-                 lbl::finalize_kernel<<<lbl::flat_blocks(n, op), lbl::tile_threads, 0,
-                                        s.value()>>>(p, n);
-                 detail::check_launch(op);
-                 VOX_CUDA_TRY(cudaMemcpyAsync(result, off + tiles, sizeof(std::int32_t),
-                                              cudaMemcpyDeviceToDevice, s.value()),
-                              op);
+        const unsigned blocks = lbl::chunk_blocks(k, op);
+        lbl::count_kernel<<<blocks, lbl::tile_threads, 0, s.value()>>>(p, root_bits, g, k, cnt);
+        detail::check_launch(op);
+        VOX_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, cnt, off,
+                                                   k.chunks + 1, s.value()),
+                     op);
+        lbl::number_kernel<<<blocks, lbl::tile_threads, 0, s.value()>>>(p, root_bits, g, k, off);
+        detail::check_launch(op);
+        lbl::relabel_kernel<<<blocks, lbl::tile_threads, 0, s.value()>>>(p, root_bits, g, k);
+        detail::check_launch(op);
+        lbl::finalize_kernel<<<lbl::flat_blocks(n, op), lbl::tile_threads, 0, s.value()>>>(
+            p, fg_bits, g, k);
+        detail::check_launch(op);
+        VOX_CUDA_TRY(cudaMemcpyAsync(result, off + k.chunks, sizeof(std::int32_t),
+                                     cudaMemcpyDeviceToDevice, s.value()),
+                     op);
 #else
-                 (void)s;
-                 // Roots are the smallest index of their component, parents point down:
-                 // in memory order a member's parent is numbered before the member.
-                 lbl::idx count = 0;
-                 for (lbl::idx i = 0; i < n; ++i) {
-                   const lbl::idx v = p[i];
-                   p[i] = v < 0 ? 0 : v == i ? ++count : p[v];
-                 }
-                 *result = count;
+        (void)s;
+        // The device's passes in order, serially: count the roots of each chunk, scan,
+        // number the roots, give every other tile root its component's number, finalize.
+        const auto root_at = [&](lbl::idx row, lbl::idx w, unsigned b, lbl::idx& i) {
+          i = row * g.nx + w * 32 + static_cast<lbl::idx>(b);
+          return ((root_bits[row * k.wpr + w] >> b) & 1u) != 0;
+        };
+        const auto each_voxel = [&](lbl::idx ch, auto f) {
+          const lbl::wide r0 = lbl::wide{ch} * k.rpc, r1 = std::min<lbl::wide>(r0 + k.rpc, k.rows);
+          for (lbl::wide row = r0; row < r1; ++row)
+            for (lbl::idx w = 0; w < k.wpr; ++w)
+              for (unsigned b = 0; b < 32; ++b) {
+                lbl::idx i = 0;
+                if (root_at(static_cast<lbl::idx>(row), w, b, i)) f(i);
+              }
+        };
+        for (lbl::idx ch = 0; ch < k.chunks; ++ch) {
+          lbl::idx t = 0;
+          each_voxel(ch, [&](lbl::idx i) { t += p[i] == i ? 1 : 0; });
+          cnt[ch] = t;
+        }
+        lbl::idx total = 0;
+        for (lbl::idx ch = 0; ch <= k.chunks; ++ch) {
+          off[ch] = total;
+          total += ch < k.chunks ? cnt[ch] : 0;
+        }
+        for (lbl::idx ch = 0; ch < k.chunks; ++ch) {
+          lbl::idx running = off[ch];
+          each_voxel(ch, [&](lbl::idx i) {
+            if (p[i] == i) p[i] = lbl::encode_root(++running);
+          });
+        }
+        for (lbl::idx ch = 0; ch < k.chunks; ++ch)
+          each_voxel(ch, [&](lbl::idx i) {
+            lbl::idx q = p[i];
+            if (q < 0) return;
+            while (q >= 0) q = p[q];
+            p[i] = q;
+          });
+        for (lbl::idx row = 0; row < k.rows; ++row)
+          for (lbl::idx x = 0; x < g.nx; ++x) {
+            const lbl::idx i = row * g.nx + x;
+            if (((fg_bits[row * k.wpr + x / 32] >> (x % 32)) & 1u) == 0) {
+              p[i] = 0;  // not read: the device leaves the background's slots unwritten
+              continue;
+            }
+            const lbl::idx v = p[i];
+            const lbl::idx w = v < lbl::none ? v : p[v];
+            p[i] = w < lbl::none ? lbl::decode_root(w) : w;
+          }
+        *result = off[k.chunks];
 #endif
-               });
+      });
+  bits.joined(lbl::writer_of(bits.ledger()));
   const exec::mark done = lbl::writer_of(labels.ledger());
   return async_value<std::int32_t>(streams.state(c), std::move(slot), done.event);
 }
@@ -540,17 +895,22 @@ void binary_fill_holes(stream_set& streams, const volume<T>& mask, volume<T>& ou
   const lbl::geom g{static_cast<lbl::idx>(e.x), static_cast<lbl::idx>(e.y),
                     static_cast<lbl::idx>(e.z)};
   const auto n = static_cast<lbl::idx>(e.voxels());
+  const lbl::chunking k = lbl::chunking_of(g);
   const std::vector<slab> plan = lbl::op_plan(streams, mask, out, op);
   const std::size_t c = plan.front().stream;
   const T* m = mask.data();
   T* dst = out.data();
 
-  // The background's forest, tracked per slice like the volumes.
+  // The background's forest and member bits, tracked per slice like the volumes.
   iops::scratch<lbl::idx> parents(streams, c, e.voxels(), e.z, false, op);
+  iops::scratch<unsigned> bits(streams, c, k.words(), e.z, false, op);
   lbl::idx* p = parents.data();
-  exec::run_op(streams, op, plan, {vox::read(mask), parents.slabs(exec::access_mode::write)},
+  unsigned* fg_bits = bits.data();
+  exec::run_op(streams, op, plan,
+               {vox::read(mask), parents.slabs(exec::access_mode::write),
+                bits.slabs(exec::access_mode::write)},
                [&](stream_view s, const slab& w) {
-                 lbl::local_pass<T, true>(s, m, p, g, connectivity,
+                 lbl::local_pass<T, true>(s, m, p, fg_bits, nullptr, g, k.wpr, connectivity,
                                           static_cast<lbl::idx>(w.z0),
                                           static_cast<lbl::idx>(w.z1), op);
                });
@@ -561,19 +921,19 @@ void binary_fill_holes(stream_set& streams, const volume<T>& mask, volume<T>& ou
   const bool planar = lbl::in_plane(connectivity);
   exec::run_op(
       streams, op, {slab{c, 0, e.z}},
-      {vox::read(mask), vox::write_all(out), parents.whole(exec::access_mode::write)},
+      {vox::read(mask), vox::write_all(out), parents.whole(exec::access_mode::write),
+       bits.whole(exec::access_mode::write)},
       [&](stream_view s, const slab&) {
         lbl::boundary_pass<T, true>(s, m, p, g, connectivity, zs, op);
 #if VOX_BACKEND_CUDA
         iops::zero_async(flag, e.voxels(), s, op);
-        const auto tiles = static_cast<unsigned>((lbl::wide{n} + lbl::tile - 1) / lbl::tile);
-        lbl::compress_kernel<<<tiles, lbl::tile_threads, 0, s.value()>>>(p, n, nullptr, 0);
+        const unsigned blocks = lbl::flat_blocks(n, op);
+        lbl::compress_kernel<<<blocks, lbl::tile_threads, 0, s.value()>>>(p, n);
         detail::check_launch(op);
-        lbl::border_kernel<<<lbl::row_grid(g, g.nz), dim3(32, lbl::row_warps, 1), 0,
-                             s.value()>>>(p, g, planar, flag);
+        lbl::edge_kernel<<<lbl::row_grid(g, g.nz), dim3(32, lbl::tile_y, 1), 0, s.value()>>>(
+            p, g, planar, flag);
         detail::check_launch(op);
-        lbl::fill_kernel<T>
-            <<<lbl::flat_blocks(n, op), lbl::tile_threads, 0, s.value()>>>(m, p, flag, dst, n);
+        lbl::fill_kernel<T><<<blocks, lbl::tile_threads, 0, s.value()>>>(m, p, flag, dst, n);
         detail::check_launch(op);
 #else
         (void)s;
@@ -593,6 +953,7 @@ void binary_fill_holes(stream_set& streams, const volume<T>& mask, volume<T>& ou
 #endif
       });
   parents.joined(lbl::writer_of(parents.ledger()));
+  bits.joined(lbl::writer_of(bits.ledger()));
 }
 
 #define VOX_INSTANTIATE(T)                                                                 \

@@ -479,3 +479,147 @@ TEST(Label, BadArguments) {
   EXPECT_EQ(fetch(set, out), std::vector<float>(e.voxels(), -7.0f));
   EXPECT_EQ(fetch(set, small), std::vector<float>(small.size(), -7.0f));
 }
+
+namespace label_test {
+
+/// vox::label of each mask against the reference, for every connectivity and stream set.
+void expect_labels(const std::vector<pattern>& masks, const extent3& e,
+                   const std::vector<int>& conns = {4, 8, 6, 18, 26}) {
+  for (std::size_t k = 0; k < masks.size(); ++k)
+    for (int conn : conns) {
+      SCOPED_TRACE("mask " + std::to_string(k) + ", connectivity " + std::to_string(conn));
+      std::int32_t want_n = 0;
+      const std::vector<std::int32_t> want = reference_label(masks[k], e, conn, want_n);
+      for (const auto& cfg : configs()) {
+        SCOPED_TRACE(vox_test::describe(cfg));
+        vox::stream_set set = vox_test::make_set(cfg);
+        std::int32_t n = -1;
+        const std::vector<std::int32_t> got =
+            run_label<std::uint8_t>(set, masks[k], e, conn, n, 9 + unsigned(k));
+        EXPECT_EQ(n, want_n);
+        const long d = first_diff(got, want);
+        EXPECT_EQ(d, -1) << "voxel " << d << ": got " << (d >= 0 ? got[std::size_t(d)] : 0)
+                         << ", want " << (d >= 0 ? want[std::size_t(d)] : 0);
+      }
+    }
+}
+
+/// A square spiral in every slice (one voxel wide, one voxel apart, inward from the corner),
+/// the slices joined at alternating ends (a path that crosses every tile and slab border), and
+/// isolated voxels in the gaps every few steps.
+pattern spiral(const extent3& e) {
+  pattern m(e.voxels(), 0);
+  const auto at = [&](long x, long y, long z) -> std::uint8_t& {
+    return m[(std::size_t(z) * e.y + std::size_t(y)) * e.x + std::size_t(x)];
+  };
+  for (long z = 0; z < long(e.z); ++z) {
+    long x0 = 0, y0 = 0, x1 = long(e.x) - 1, y1 = long(e.y) - 1;
+    while (x0 <= x1 && y0 <= y1) {
+      for (long x = x0; x <= x1; ++x) at(x, y0, z) = 1;
+      for (long y = y0; y <= y1; ++y) at(x1, y, z) = 1;
+      if (y1 - y0 >= 2)
+        for (long x = x0; x <= x1; ++x) at(x, y1, z) = 1;
+      if (x1 - x0 >= 2)
+        for (long y = y0 + 2; y <= y1; ++y) at(x0, y, z) = 1;
+      at(x0, y0 + 2 < y1 ? y0 + 2 : y0, z) = 1;
+      x0 += 2;
+      y0 += 2;
+      x1 -= 2;
+      y1 -= 2;
+      // The next turn starts at (x0, y0) and joins the previous one through (x0 - 1, y0).
+      if (x0 <= x1 && y0 <= y1) at(x0 - 1, y0, z) = 1;
+    }
+    if (z % 2 == 1) at(0, 0, z) = 0;  // odd slices meet the one below only through the spiral
+  }
+  // Isolated voxels in the gap between the first two turns (the gap row y = 1).
+  for (long z = 0; z < long(e.z); z += 3)
+    for (long x = 3; x + 3 < long(e.x); x += 7) at(x, 1, z) = 1;
+  return m;
+}
+
+/// A staircase (t, t, t), connected only through corners (26), and in every other slice an
+/// in-plane one (t, ny - 1 - t, z), connected through in-plane diagonals (8, 18, 26).
+pattern staircases(const extent3& e) {
+  pattern m(e.voxels(), 0);
+  for (std::size_t t = 0; t < std::min({e.x, e.y, e.z}); ++t) m[(t * e.y + t) * e.x + t] = 1;
+  for (std::size_t z = 0; z < e.z; z += 2)
+    for (std::size_t t = 0; t + 1 < std::min(e.x, e.y); t += 1)
+      m[(z * e.y + (e.y - 1 - t)) * e.x + t] = 1;
+  return m;
+}
+
+}  // namespace label_test
+
+// Extents around the local pass's 32 x 8 x 8 tiles: one short of, exactly, and one past a tile
+// in each direction, so that unions cross tile borders in x, y and z and tiles end part-way.
+TEST(LabelTiles, OddExtentsAroundTiles) {
+  for (const extent3& e : {extent3{33, 9, 17}, extent3{31, 8, 8}, extent3{32, 16, 9},
+                           extent3{65, 7, 10}}) {
+    SCOPED_TRACE(std::to_string(e.x) + "x" + std::to_string(e.y) + "x" + std::to_string(e.z));
+    expect_labels({noise(e, 0.25, 31), noise(e, 0.5, 32), blobs(e, 40, 33)}, e);
+  }
+}
+
+// Dense noise, where the skipped unions (a member to the left or below stands for the pair)
+// matter most, at every connectivity across the tile borders.
+TEST(LabelTiles, DenseNoiseAcrossTiles) {
+  const extent3 e{70, 19, 18};
+  expect_labels({noise(e, 0.7, 41), noise(e, 0.85, 42)}, e);
+}
+
+// One slice (no z neighbours; 3D connectivities as their in-plane part) and rows or columns.
+TEST(LabelTiles, OneSliceAndLines) {
+  for (const extent3& e : {extent3{100, 45, 1}, extent3{70, 1, 1}, extent3{1, 77, 1},
+                           extent3{1, 1, 90}, extent3{1, 20, 30}}) {
+    SCOPED_TRACE(std::to_string(e.x) + "x" + std::to_string(e.y) + "x" + std::to_string(e.z));
+    expect_labels({noise(e, 0.45, 51), noise(e, 0.6, 52)}, e);
+  }
+}
+
+// A path through every tile and slab border: one component (per slice in-plane), with
+// isolated voxels numbered between its voxels in memory order.
+TEST(LabelTiles, SpiralAcrossTilesAndSlabs) {
+  const extent3 e{75, 41, 20};
+  const pattern m = spiral(e);
+  std::int32_t n4 = 0, n6 = 0;
+  (void)reference_label(m, e, 4, n4);
+  (void)reference_label(m, e, 6, n6);
+  ASSERT_GT(n4, n6);  // the slices are joined in 3D
+  expect_labels({m}, e);
+}
+
+// Components joined only by edges or corners, across tiles (18 and 26 against 6, 8 against 4).
+TEST(LabelTiles, DiagonalStaircases) {
+  const extent3 e{40, 37, 34};
+  const pattern m = staircases(e);
+  std::int32_t n6 = 0, n26 = 0;
+  (void)reference_label(m, e, 6, n6);
+  (void)reference_label(m, e, 26, n26);
+  ASSERT_GT(n6, n26);
+  expect_labels({m}, e);
+}
+
+// Fill holes over tile borders: hollow boxes larger than a tile, with and without a pinhole.
+TEST(LabelTiles, FillHolesAcrossTiles) {
+  const extent3 e{71, 21, 19};
+  pattern m(e.voxels(), 0);
+  for (std::size_t z = 1; z + 1 < e.z; ++z)
+    for (std::size_t y = 1; y + 1 < e.y; ++y)
+      for (std::size_t x = 1; x + 1 < e.x; ++x) {
+        const bool shell = x == 1 || x + 2 == e.x || y == 1 || y + 2 == e.y || z == 1 ||
+                           z + 2 == e.z || x == 35;  // two rooms
+        m[(z * e.y + y) * e.x + x] = shell ? 1 : 0;
+      }
+  pattern open = m;
+  open[(std::size_t(1) * e.y + 10) * e.x + 50] = 0;  // the right room opens to the border
+  for (const pattern& p : {m, open, noise(e, 0.7, 61)})
+    for (int conn : connectivities) {
+      SCOPED_TRACE(conn);
+      const pattern want = reference_fill(p, e, conn);
+      for (const auto& cfg : configs()) {
+        SCOPED_TRACE(vox_test::describe(cfg));
+        vox::stream_set set = vox_test::make_set(cfg);
+        EXPECT_EQ(first_diff(run_fill<std::uint8_t>(set, p, e, conn), want), -1);
+      }
+    }
+}

@@ -2,17 +2,22 @@
 /// @brief Connected-component labelling of a mask (vox::label) and hole filling
 ///        (vox::binary_fill_holes), with scipy.ndimage's results.
 ///
-/// Both run a union-find on the device with no host wait, the parent of every voxel a linear
+/// Both run a union-find on the device with no host wait, the parent of every member a linear
 /// index (int32) and every root the smallest index of its component:
-///  1. per slab on the slab streams of the set's plan: each foreground voxel starts as its own
-///     parent (on CUDA the start of its run of foreground voxels along x within a warp), then is
-///     united with its neighbours of smaller index inside the slab (lock-free union by atomicMin);
+///  1. per slab on the slab streams of the set's plan: a block per tile of 32 x 8 x 8 voxels
+///     labels the tile in shared memory (run starts along x by ballot, unions of the tile's
+///     pairs by atomicMin), writes each member's tile root as its parent and bit masks of the
+///     members and of the tile roots; then the pairs across tile borders inside the slab are
+///     united in global memory (lock-free union by atomicMin of the tile roots). Unions that
+///     other pairs imply (a member to the left, below or above stands for them) are skipped;
 ///  2. on the set's first stream, which the ledger joins to the slab streams: the unions across
-///     the slab boundaries (each slab's first slice with the slice below), then path compression.
-/// vox::label then numbers the roots in memory order (per-tile root counts, one exclusive scan,
-/// a rank pass) and replaces every parent by its root's number, all in place in `labels`.
-/// vox::binary_fill_holes unites the background instead, flags the roots of the background
-/// components that touch the volume's border, and writes mask | (background not flagged).
+///     the slab boundaries (each slab's first slice with the slice below).
+/// vox::label then numbers the roots in memory order from the tile-root bits (per-chunk root
+/// counts, one exclusive scan, a numbering pass, a pass giving every other tile root its
+/// component's number) and writes every voxel's number in place in `labels` (reading only the
+/// members' parents). vox::binary_fill_holes unites the background instead, flags the roots of
+/// the background components that touch the volume's border, and writes
+/// mask | (background not flagged).
 #pragma once
 
 #include <cstdint>
