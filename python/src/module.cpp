@@ -304,8 +304,26 @@ nb::object to_dlpack(nb::handle self, nb::object stream, nb::object max_version,
 }
 
 // --- DLPack import ----------------------------------------------------------------------------
+/// Wrapping an array records events and queues releases on the set's home stream, which a
+/// stream capture would take into its graph (and a release would later query): refused, before
+/// anything is enqueued, while the home stream (stream 0) of the set is capturing.
+void expect_not_capturing(const StreamSet& ss, const char* op) {
+#if VOX_BACKEND_CUDA
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  const cudaError_t r = cudaStreamIsCapturing(ss.set->stream(0).value(), &st);
+  if (r != cudaSuccess) (void)cudaGetLastError();
+  VOX_EXPECTS(r != cudaSuccess || st == cudaStreamCaptureStatusNone, op,
+              "stream 0 of the set is being captured: wrap arrays as Volumes "
+              "(voxstream.asvolume) before the capture begins, and use those inside it");
+#else
+  (void)ss;
+  (void)op;
+#endif
+}
+
 Volume from_dlpack(StreamSet& ss, nb::object x) {
   constexpr const char* op = "voxstream.from_dlpack";
+  expect_not_capturing(ss, op);
   auto dev = nb::cast<std::pair<int, int>>(x.attr("__dlpack_device__")());
   nb::object cap;
 #if VOX_BACKEND_CUDA
@@ -361,6 +379,7 @@ Volume wrap_pointer(StreamSet& ss, std::uintptr_t ptr, const std::vector<std::in
   constexpr const char* op = "voxstream.asvolume";
   const vox::extent3 e = extent_from(shape, op);
   VOX_EXPECTS(ptr != 0, op, "the array's data pointer is null");
+  expect_not_capturing(ss, op);
 #if VOX_BACKEND_CUDA
   if (!stream.is_none()) {
     const auto s = nb::cast<std::intptr_t>(stream);

@@ -262,6 +262,23 @@ def test_graph_capture_global_mode_on_volumes(kernels):
     _capture_case(kernels, wrap_inside=False)
 
 
-def test_graph_capture_global_mode_wrapping_inside(kernels):
-    # CuPy arrays wrapped inside the capture: the wrappers' releases record events in it.
-    _capture_case(kernels, wrap_inside=True)
+def test_graph_capture_wrapping_inside_is_refused_and_leaves_the_capture_valid(kernels):
+    # Wrapping a CuPy array records events and queues a release on the set's home stream: refused
+    # with a clear error while that stream is captured, before anything is enqueued, so the
+    # capture stays valid and its graph (empty here) still ends and launches.
+    s = vs.StreamSet(1)
+    x = cupy.asarray(random_array((4, 16, 16), "float32", 3))
+    s.synchronize()
+    cupy.cuda.Device().synchronize()
+    errors = []
+
+    def body():
+        try:
+            vs.gaussian_filter(x, 1.0, streams=s)
+        except ValueError as e:
+            errors.append(str(e))
+
+    stream, graph = _capture(s, body)
+    assert len(errors) == 1 and "before the capture begins" in errors[0]
+    graph.launch(stream)
+    stream.synchronize()
