@@ -50,6 +50,21 @@ template <class C>
 inline constexpr int rk_pre =
     ((rk_tx + 2 * rk_max_r) * (rk_ty<C> + 2 * rk_max_r) + rk_threads<C> - 1) / rk_threads<C>;
 
+/// Row pitch of the planes in shared memory: the haloed tile's width rounded up to whole words,
+/// so that a thread's window rows start at the same byte of a word (tx % 4) in every row.
+__host__ __device__ constexpr int rk_pitch(int rx) { return (rk_tx + 2 * rx + 3) / 4 * 4; }
+
+/// Words of bins a window row of w voxels starting at byte 0..3 of a word spans at most. A
+/// thread's row words (from byte 4 (tx / 4)) never reach past the row's pitch:
+/// 12 + 4 rk_row_words(w) - 1 < rk_pitch for every odd w <= 15.
+__host__ __device__ constexpr int rk_row_words(int w) { return (w + 6) / 4; }
+inline constexpr int rk_max_row_words = rk_row_words(2 * 7 + 1);
+
+/// 0x80 in every byte of x that is zero, nothing else (exact: no carries cross bytes).
+__device__ __forceinline__ unsigned rk_zero_bytes(unsigned x) {
+  return ~(((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x) & 0x80808080u;
+}
+
 struct rank_geom {
   march_geom g;
   int rx, ry, rz;
@@ -63,7 +78,7 @@ using rank_key_t = std::conditional_t<(sizeof(T) >= 4 && !std::is_same_v<T, floa
 template <class T, class C>
 std::size_t rank_shared_bytes(const rank_geom& b) {
   const std::size_t nt = rk_threads<C>;
-  const std::size_t plane = static_cast<std::size_t>(rk_tx + 2 * b.rx) *
+  const std::size_t plane = static_cast<std::size_t>(rk_pitch(b.rx)) *
                             static_cast<std::size_t>(rk_ty<C> + 2 * b.ry);
   const std::size_t k = static_cast<std::size_t>(2 * b.rz + 1);
   std::size_t bytes = (rk_bins + rk_coarse) * nt * sizeof(C);  // histograms (packed words)
@@ -85,6 +100,7 @@ __global__ void __launch_bounds__(rk_threads<C>)
   const int t = static_cast<int>(threadIdx.x);
   const int tx = t % rk_tx, ty = t / rk_tx;
   const int hx = rk_tx + 2 * b.rx, hy = TY + 2 * b.ry, plane = hx * hy;
+  const int hp = rk_pitch(b.rx), pp = hp * hy;  // padded row and plane pitch in shared memory
   const int kz = 2 * b.rz + 1;
   constexpr int BPW = 4 / static_cast<int>(sizeof(C));  // counters per word
   constexpr int BITS = 8 * static_cast<int>(sizeof(C));
@@ -92,9 +108,29 @@ __global__ void __launch_bounds__(rk_threads<C>)
   unsigned* hist = reinterpret_cast<unsigned*>(rk_dyn);   // [rk_bins / BPW][NT]
   unsigned* coarse = hist + rk_bins / BPW * NT;           // [rk_coarse / BPW][NT]
   T* mem = reinterpret_cast<T*>(coarse + rk_coarse / BPW * NT);  // [rk_cap][NT]
-  T* raw = mem + rk_cap * NT;                    // [kz][plane]
+  T* raw = mem + rk_cap * NT;                    // [kz][hy][hp]
   unsigned char* bk = reinterpret_cast<unsigned char*>(
-      rk_dyn + (((reinterpret_cast<unsigned char*>(raw + kz * plane) - rk_dyn) + 15) / 16 * 16));
+      rk_dyn + (((reinterpret_cast<unsigned char*>(raw + kz * pp) - rk_dyn) + 15) / 16 * 16));
+  const unsigned* bkw = reinterpret_cast<const unsigned*>(bk);  // the bins as words
+  // Where this thread's share of a plane (elements t + NT q of hx x hy) lies in the padded one.
+  int dpos[NPRE];
+#pragma unroll
+  for (int q = 0; q < NPRE; ++q) {
+    const int i = t + NT * q;
+    dpos[q] = i / hx * hp + i % hx;
+  }
+  // This thread's window rows of bins start at byte tx % 4 of word tx / 4 of a padded row: per
+  // row word j, the bytes that are in the window (0xff each).
+  const int wx = 2 * b.rx + 1, nrw = rk_row_words(wx);
+  unsigned rmask[rk_max_row_words];
+#pragma unroll
+  for (int j = 0; j < rk_max_row_words; ++j) {
+    const int first = tx % 4 - 4 * j, last = first + wx;  // the window's bytes [first, last)
+    const int lo = first > 0 ? first : 0, hi = last < 4 ? last : 4;
+    rmask[j] = hi <= lo ? 0u
+                        : static_cast<unsigned>((1ull << (8 * hi)) - 1ull) &
+                              ~static_cast<unsigned>((1ull << (8 * lo)) - 1ull);
+  }
   __shared__ T red_lo[NT / 32], red_hi[NT / 32];
 
   for_each_march_tile(g, [&](idx_t bxi, idx_t byi, idx_t zs, idx_t ze) {
@@ -184,18 +220,18 @@ __global__ void __launch_bounds__(rk_threads<C>)
       for (int q = 0; q < NPRE; ++q) {
         const int i = t + NT * q;
         if (i < plane) {
-          raw[slot * plane + i] = v[q];
-          bk[slot * plane + i] = static_cast<unsigned char>(bin_of(v[q]));
+          raw[slot * pp + dpos[q]] = v[q];
+          bk[slot * pp + dpos[q]] = static_cast<unsigned char>(bin_of(v[q]));
         }
       }
     };
     // Adds (+1) or removes (-1) this thread's window columns of the plane in `slot`.
     auto count_plane = [&](int slot, int delta) {
-      const unsigned char* bp = bk + slot * plane + ty * hx + tx;
+      const unsigned char* bp = bk + slot * pp + ty * hp + tx;
       const unsigned one = delta > 0 ? 1u : ~0u;  // +1 or -1 in every counter's lowest bit
       for (int dy = 0; dy <= 2 * b.ry; ++dy) {
         for (int dx = 0; dx <= 2 * b.rx; ++dx) {
-          const int bin = bp[dy * hx + dx];
+          const int bin = bp[dy * hp + dx];
           const int cb = bin >> 4;
           // A removed voxel was counted before: its counter is >= 1, so no borrow leaves it.
           atomicAdd(&hist[(bin / BPW) * NT + t], one << ((bin % BPW) * BITS));
@@ -245,25 +281,37 @@ __global__ void __launch_bounds__(rk_threads<C>)
       if (exact) {
         result = static_cast<T>(static_cast<long long>(lo) + bin);
       } else {
-        // The (need - below)-th smallest of the window's voxels in `bin`.
+        // The (need - below)-th smallest of the window's voxels in `bin`. The window's bins are
+        // compared a word (4 voxels) at a time; only the matches (a few, usually) are visited.
         const int kk = need - below;
-        int m = 0;
-        T mn = std::numeric_limits<T>::max(), mxv = std::numeric_limits<T>::lowest();
-        for (int s = 0; s < kz; ++s) {
-          const int base = s * plane + ty * hx + tx;
-          for (int dy = 0; dy <= 2 * b.ry; ++dy) {
-            for (int dx = 0; dx <= 2 * b.rx; ++dx) {
-              const int i = base + dy * hx + dx;
-              if (bk[i] == bin) {
-                const T v = raw[i];
-                if (m < rk_cap) mem[m * NT + t] = v;
-                ++m;
-                mn = vmin(mn, v);
-                mxv = vmax(mxv, v);
+        const unsigned rep = 0x01010101u * static_cast<unsigned>(bin);
+        auto for_each_in_bin = [&](auto&& f) {
+          for (int s = 0; s < kz; ++s) {
+            for (int dy = 0; dy <= 2 * b.ry; ++dy) {
+              const int row = s * pp + (ty + dy) * hp + tx / 4 * 4;  // a word's first byte
+              const unsigned* wp = bkw + row / 4;
+#pragma unroll
+              for (int j = 0; j < rk_max_row_words; ++j) {
+                if (j >= nrw) break;
+                unsigned e = rk_zero_bytes(wp[j] ^ rep) & rmask[j];
+                while (e != 0u) {
+                  const int i = row + 4 * j + (__ffs(static_cast<int>(e)) - 1) / 8;
+                  e &= e - 1u;  // one bit a matching byte
+                  f(i);
+                }
               }
             }
           }
-        }
+        };
+        int m = 0;
+        T mn = std::numeric_limits<T>::max(), mxv = std::numeric_limits<T>::lowest();
+        for_each_in_bin([&](int i) {
+          const T v = raw[i];
+          if (m < rk_cap) mem[m * NT + t] = v;
+          ++m;
+          mn = vmin(mn, v);
+          mxv = vmax(mxv, v);
+        });
         if (!(mn < mxv)) {
           result = mn;  // one value (or no order: NaN)
         } else if (m <= rk_cap) {
@@ -280,27 +328,17 @@ __global__ void __launch_bounds__(rk_threads<C>)
           }
         } else {
           // Many voxels in one bin (values bunched against outliers): count ranks over the
-          // window itself.
+          // bin's voxels in the window itself.
           result = mn;
-          for (int s = 0; s < kz; ++s) {
-            for (int dy = 0; dy <= 2 * b.ry; ++dy) {
-              for (int dx = 0; dx <= 2 * b.rx; ++dx) {
-                const int i = s * plane + (ty + dy) * hx + tx + dx;
-                if (bk[i] != bin) continue;
-                const T v = raw[i];
-                int less = 0, eq = 0;
-                for (int s2 = 0; s2 < kz; ++s2)
-                  for (int dy2 = 0; dy2 <= 2 * b.ry; ++dy2)
-                    for (int dx2 = 0; dx2 <= 2 * b.rx; ++dx2) {
-                      const int i2 = s2 * plane + (ty + dy2) * hx + tx + dx2;
-                      if (bk[i2] != bin) continue;
-                      less += raw[i2] < v;
-                      eq += raw[i2] == v;
-                    }
-                if (less <= kk && kk < less + eq) result = v;
-              }
-            }
-          }
+          for_each_in_bin([&](int i) {
+            const T v = raw[i];
+            int less = 0, eq = 0;
+            for_each_in_bin([&](int i2) {
+              less += raw[i2] < v;
+              eq += raw[i2] == v;
+            });
+            if (less <= kk && kk < less + eq) result = v;
+          });
         }
       }
       if (mine) out[z * slice + gy * g.nx + gx] = result;
