@@ -3,20 +3,23 @@
 // 15 voxels along each axis.
 //
 // A block owns an output tile of rk_tx x rows and marches along z through a chunk of its slab;
-// each thread owns one output column. Each thread keeps a histogram of 256 bins (and 16 coarse
-// bins) of its window in shared memory: 8-bit counters (16-bit for windows over 255 voxels)
+// each thread owns one output column. Each thread keeps a histogram of 256 bins of its window
+// in shared memory: 8-bit counters (16-bit for windows over 255 voxels)
 // packed into 32-bit words laid out [word][thread], so that a thread always hits its own bank
 // and its own words. When the window moves one slice along z, the leaving plane's voxels are
 // removed and the entering plane's added: 2 sx sy updates per output, whatever the window's
 // depth. Updates are shared-memory atomic adds whose result is unused: a plain load-add-store
 // would chain every update to the previous one's latency (the compiler cannot tell that two
-// bins differ). The rank's bin is found by 16 + 16 steps over the packed counters.
+// bins differ). The rank's bin is found by up to 16 + 16 steps: 16 coarse bins, each summed
+// from its 4 (8) words of packed counters lane by lane (one atomic per update instead of two,
+// as with kept coarse counters), then the coarse bin's 16 fine ones.
 //
 // Bins: for 8-bit voxels, and integer voxels whose range over the block's region (tile, halo and
 // chunk) spans under 256 values, a bin is one value and the bin is the answer. Otherwise bins
 // are an order-preserving map of that range (bin = (v - lo) * 256 / (hi - lo), clamped), and
-// the answer is selected among the window's voxels in the rank's bin (a scan of the window; a
-// bin usually holds a few of them). Ties and NaN never break the order of bins, so the result
+// the answer is selected among the window's voxels in the rank's bin: the window's bins are
+// compared with it 4 at a time (rows of bins padded to whole words, so that a thread's rows all
+// start at byte tx % 4 of a word), and only the matches are read (a bin usually holds a few). Ties and NaN never break the order of bins, so the result
 // is exact for any data; only its speed depends on how the values spread.
 // Not installed.
 #pragma once
@@ -36,7 +39,7 @@ namespace vox::detail::filt {
 
 inline constexpr int rk_tx = 16;      ///< output columns of a tile
 inline constexpr int rk_bins = 256;   ///< histogram bins per thread
-inline constexpr int rk_coarse = 16;  ///< coarse bins (16 bins each)
+inline constexpr int rk_coarse = 16;  ///< coarse bins (16 bins each), summed from the fine ones
 inline constexpr int rk_max_r = 7;    ///< window of up to 15 voxels along each axis
 inline constexpr int rk_cap = 16;     ///< members of the rank's bin kept for the selection
 
@@ -81,7 +84,7 @@ std::size_t rank_shared_bytes(const rank_geom& b) {
   const std::size_t plane = static_cast<std::size_t>(rk_pitch(b.rx)) *
                             static_cast<std::size_t>(rk_ty<C> + 2 * b.ry);
   const std::size_t k = static_cast<std::size_t>(2 * b.rz + 1);
-  std::size_t bytes = (rk_bins + rk_coarse) * nt * sizeof(C);  // histograms (packed words)
+  std::size_t bytes = rk_bins * nt * sizeof(C);                // histograms (packed words)
   bytes += rk_cap * nt * sizeof(T);                             // members of the rank's bin
   bytes += k * plane * sizeof(T);                               // the window's planes
   bytes = (bytes + 15) / 16 * 16;
@@ -106,8 +109,7 @@ __global__ void __launch_bounds__(rk_threads<C>)
   constexpr int BITS = 8 * static_cast<int>(sizeof(C));
   constexpr unsigned MASK = (1u << BITS) - 1u;
   unsigned* hist = reinterpret_cast<unsigned*>(rk_dyn);   // [rk_bins / BPW][NT]
-  unsigned* coarse = hist + rk_bins / BPW * NT;           // [rk_coarse / BPW][NT]
-  T* mem = reinterpret_cast<T*>(coarse + rk_coarse / BPW * NT);  // [rk_cap][NT]
+  T* mem = reinterpret_cast<T*>(hist + rk_bins / BPW * NT);  // [rk_cap][NT]
   T* raw = mem + rk_cap * NT;                    // [kz][hy][hp]
   unsigned char* bk = reinterpret_cast<unsigned char*>(
       rk_dyn + (((reinterpret_cast<unsigned char*>(raw + kz * pp) - rk_dyn) + 15) / 16 * 16));
@@ -213,8 +215,6 @@ __global__ void __launch_bounds__(rk_threads<C>)
     };
 
     for (int wd = 0; wd < rk_bins / BPW; ++wd) hist[wd * NT + t] = 0u;
-#pragma unroll
-    for (int wd = 0; wd < rk_coarse / BPW; ++wd) coarse[wd * NT + t] = 0u;
     auto store_plane = [&](int slot, const T(&v)[NPRE]) {
 #pragma unroll
       for (int q = 0; q < NPRE; ++q) {
@@ -232,10 +232,8 @@ __global__ void __launch_bounds__(rk_threads<C>)
       for (int dy = 0; dy <= 2 * b.ry; ++dy) {
         for (int dx = 0; dx <= 2 * b.rx; ++dx) {
           const int bin = bp[dy * hp + dx];
-          const int cb = bin >> 4;
           // A removed voxel was counted before: its counter is >= 1, so no borrow leaves it.
           atomicAdd(&hist[(bin / BPW) * NT + t], one << ((bin % BPW) * BITS));
-          atomicAdd(&coarse[(cb / BPW) * NT + t], one << ((cb % BPW) * BITS));
         }
       }
     };
@@ -267,7 +265,15 @@ __global__ void __launch_bounds__(rk_threads<C>)
       const int need = b.rank;
       int below = 0, c = 0;
       for (; c < rk_coarse - 1; ++c) {
-        const int n = static_cast<int>((coarse[(c / BPW) * NT + t] >> ((c % BPW) * BITS)) & MASK);
+        // The coarse bin's count: its fine words added lane by lane (no lane overflows: the
+        // counters of a histogram add up to the window, which fits one counter), then the lanes.
+        constexpr int W = rk_bins / rk_coarse / BPW;  // words of a coarse bin
+        const unsigned* hw = hist + c * W * NT + t;
+        unsigned sum = hw[0];
+#pragma unroll
+        for (int k = 1; k < W; ++k) sum += hw[k * NT];
+        const int n = sizeof(C) == 1 ? static_cast<int>((sum * 0x01010101u) >> 24)
+                                     : static_cast<int>((sum * 0x00010001u) >> 16);
         if (below + n > need) break;
         below += n;
       }
