@@ -3,20 +3,23 @@
 // 15 voxels along each axis.
 //
 // A block owns an output tile of rk_tx x rows and marches along z through a chunk of its slab;
-// each thread owns one output column. Each thread keeps a histogram of 256 bins (and 16 coarse
-// bins) of its window in shared memory: 8-bit counters (16-bit for windows over 255 voxels)
+// each thread owns one output column. Each thread keeps a histogram of 256 bins of its window
+// in shared memory: 8-bit counters (16-bit for windows over 255 voxels)
 // packed into 32-bit words laid out [word][thread], so that a thread always hits its own bank
 // and its own words. When the window moves one slice along z, the leaving plane's voxels are
 // removed and the entering plane's added: 2 sx sy updates per output, whatever the window's
 // depth. Updates are shared-memory atomic adds whose result is unused: a plain load-add-store
 // would chain every update to the previous one's latency (the compiler cannot tell that two
-// bins differ). The rank's bin is found by 16 + 16 steps over the packed counters.
+// bins differ). The rank's bin is found by up to 16 + 16 steps: 16 coarse bins, each summed
+// from its 4 (8) words of packed counters lane by lane (one atomic per update instead of two,
+// as with kept coarse counters), then the coarse bin's 16 fine ones.
 //
 // Bins: for 8-bit voxels, and integer voxels whose range over the block's region (tile, halo and
 // chunk) spans under 256 values, a bin is one value and the bin is the answer. Otherwise bins
 // are an order-preserving map of that range (bin = (v - lo) * 256 / (hi - lo), clamped), and
-// the answer is selected among the window's voxels in the rank's bin (a scan of the window; a
-// bin usually holds a few of them). Ties and NaN never break the order of bins, so the result
+// the answer is selected among the window's voxels in the rank's bin: the window's bins are
+// compared with it 4 at a time (rows of bins padded to whole words, so that a thread's rows all
+// start at byte tx % 4 of a word), and only the matches are read (a bin usually holds a few). Ties and NaN never break the order of bins, so the result
 // is exact for any data; only its speed depends on how the values spread.
 // Not installed.
 #pragma once
@@ -36,7 +39,7 @@ namespace vox::detail::filt {
 
 inline constexpr int rk_tx = 16;      ///< output columns of a tile
 inline constexpr int rk_bins = 256;   ///< histogram bins per thread
-inline constexpr int rk_coarse = 16;  ///< coarse bins (16 bins each)
+inline constexpr int rk_coarse = 16;  ///< coarse bins (16 bins each), summed from the fine ones
 inline constexpr int rk_max_r = 7;    ///< window of up to 15 voxels along each axis
 inline constexpr int rk_cap = 16;     ///< members of the rank's bin kept for the selection
 
@@ -49,6 +52,21 @@ inline constexpr int rk_ty = rk_threads<C> / rk_tx;
 template <class C>
 inline constexpr int rk_pre =
     ((rk_tx + 2 * rk_max_r) * (rk_ty<C> + 2 * rk_max_r) + rk_threads<C> - 1) / rk_threads<C>;
+
+/// Row pitch of the planes in shared memory: the haloed tile's width rounded up to whole words,
+/// so that a thread's window rows start at the same byte of a word (tx % 4) in every row.
+__host__ __device__ constexpr int rk_pitch(int rx) { return (rk_tx + 2 * rx + 3) / 4 * 4; }
+
+/// Words of bins a window row of w voxels starting at byte 0..3 of a word spans at most. A
+/// thread's row words (from byte 4 (tx / 4)) never reach past the row's pitch:
+/// 12 + 4 rk_row_words(w) - 1 < rk_pitch for every odd w <= 15.
+__host__ __device__ constexpr int rk_row_words(int w) { return (w + 6) / 4; }
+inline constexpr int rk_max_row_words = rk_row_words(2 * 7 + 1);
+
+/// 0x80 in every byte of x that is zero, nothing else (exact: no carries cross bytes).
+__device__ __forceinline__ unsigned rk_zero_bytes(unsigned x) {
+  return ~(((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x) & 0x80808080u;
+}
 
 struct rank_geom {
   march_geom g;
@@ -63,10 +81,10 @@ using rank_key_t = std::conditional_t<(sizeof(T) >= 4 && !std::is_same_v<T, floa
 template <class T, class C>
 std::size_t rank_shared_bytes(const rank_geom& b) {
   const std::size_t nt = rk_threads<C>;
-  const std::size_t plane = static_cast<std::size_t>(rk_tx + 2 * b.rx) *
+  const std::size_t plane = static_cast<std::size_t>(rk_pitch(b.rx)) *
                             static_cast<std::size_t>(rk_ty<C> + 2 * b.ry);
   const std::size_t k = static_cast<std::size_t>(2 * b.rz + 1);
-  std::size_t bytes = (rk_bins + rk_coarse) * nt * sizeof(C);  // histograms (packed words)
+  std::size_t bytes = rk_bins * nt * sizeof(C);                // histograms (packed words)
   bytes += rk_cap * nt * sizeof(T);                             // members of the rank's bin
   bytes += k * plane * sizeof(T);                               // the window's planes
   bytes = (bytes + 15) / 16 * 16;
@@ -85,16 +103,36 @@ __global__ void __launch_bounds__(rk_threads<C>)
   const int t = static_cast<int>(threadIdx.x);
   const int tx = t % rk_tx, ty = t / rk_tx;
   const int hx = rk_tx + 2 * b.rx, hy = TY + 2 * b.ry, plane = hx * hy;
+  const int hp = rk_pitch(b.rx), pp = hp * hy;  // padded row and plane pitch in shared memory
   const int kz = 2 * b.rz + 1;
   constexpr int BPW = 4 / static_cast<int>(sizeof(C));  // counters per word
   constexpr int BITS = 8 * static_cast<int>(sizeof(C));
   constexpr unsigned MASK = (1u << BITS) - 1u;
   unsigned* hist = reinterpret_cast<unsigned*>(rk_dyn);   // [rk_bins / BPW][NT]
-  unsigned* coarse = hist + rk_bins / BPW * NT;           // [rk_coarse / BPW][NT]
-  T* mem = reinterpret_cast<T*>(coarse + rk_coarse / BPW * NT);  // [rk_cap][NT]
-  T* raw = mem + rk_cap * NT;                    // [kz][plane]
+  T* mem = reinterpret_cast<T*>(hist + rk_bins / BPW * NT);  // [rk_cap][NT]
+  T* raw = mem + rk_cap * NT;                    // [kz][hy][hp]
   unsigned char* bk = reinterpret_cast<unsigned char*>(
-      rk_dyn + (((reinterpret_cast<unsigned char*>(raw + kz * plane) - rk_dyn) + 15) / 16 * 16));
+      rk_dyn + (((reinterpret_cast<unsigned char*>(raw + kz * pp) - rk_dyn) + 15) / 16 * 16));
+  const unsigned* bkw = reinterpret_cast<const unsigned*>(bk);  // the bins as words
+  // Where this thread's share of a plane (elements t + NT q of hx x hy) lies in the padded one.
+  int dpos[NPRE];
+#pragma unroll
+  for (int q = 0; q < NPRE; ++q) {
+    const int i = t + NT * q;
+    dpos[q] = i / hx * hp + i % hx;
+  }
+  // This thread's window rows of bins start at byte tx % 4 of word tx / 4 of a padded row: per
+  // row word j, the bytes that are in the window (0xff each).
+  const int wx = 2 * b.rx + 1, nrw = rk_row_words(wx);
+  unsigned rmask[rk_max_row_words];
+#pragma unroll
+  for (int j = 0; j < rk_max_row_words; ++j) {
+    const int first = tx % 4 - 4 * j, last = first + wx;  // the window's bytes [first, last)
+    const int lo = first > 0 ? first : 0, hi = last < 4 ? last : 4;
+    rmask[j] = hi <= lo ? 0u
+                        : static_cast<unsigned>((1ull << (8 * hi)) - 1ull) &
+                              ~static_cast<unsigned>((1ull << (8 * lo)) - 1ull);
+  }
   __shared__ T red_lo[NT / 32], red_hi[NT / 32];
 
   for_each_march_tile(g, [&](idx_t bxi, idx_t byi, idx_t zs, idx_t ze) {
@@ -177,29 +215,25 @@ __global__ void __launch_bounds__(rk_threads<C>)
     };
 
     for (int wd = 0; wd < rk_bins / BPW; ++wd) hist[wd * NT + t] = 0u;
-#pragma unroll
-    for (int wd = 0; wd < rk_coarse / BPW; ++wd) coarse[wd * NT + t] = 0u;
     auto store_plane = [&](int slot, const T(&v)[NPRE]) {
 #pragma unroll
       for (int q = 0; q < NPRE; ++q) {
         const int i = t + NT * q;
         if (i < plane) {
-          raw[slot * plane + i] = v[q];
-          bk[slot * plane + i] = static_cast<unsigned char>(bin_of(v[q]));
+          raw[slot * pp + dpos[q]] = v[q];
+          bk[slot * pp + dpos[q]] = static_cast<unsigned char>(bin_of(v[q]));
         }
       }
     };
     // Adds (+1) or removes (-1) this thread's window columns of the plane in `slot`.
     auto count_plane = [&](int slot, int delta) {
-      const unsigned char* bp = bk + slot * plane + ty * hx + tx;
+      const unsigned char* bp = bk + slot * pp + ty * hp + tx;
       const unsigned one = delta > 0 ? 1u : ~0u;  // +1 or -1 in every counter's lowest bit
       for (int dy = 0; dy <= 2 * b.ry; ++dy) {
         for (int dx = 0; dx <= 2 * b.rx; ++dx) {
-          const int bin = bp[dy * hx + dx];
-          const int cb = bin >> 4;
+          const int bin = bp[dy * hp + dx];
           // A removed voxel was counted before: its counter is >= 1, so no borrow leaves it.
           atomicAdd(&hist[(bin / BPW) * NT + t], one << ((bin % BPW) * BITS));
-          atomicAdd(&coarse[(cb / BPW) * NT + t], one << ((cb % BPW) * BITS));
         }
       }
     };
@@ -231,7 +265,15 @@ __global__ void __launch_bounds__(rk_threads<C>)
       const int need = b.rank;
       int below = 0, c = 0;
       for (; c < rk_coarse - 1; ++c) {
-        const int n = static_cast<int>((coarse[(c / BPW) * NT + t] >> ((c % BPW) * BITS)) & MASK);
+        // The coarse bin's count: its fine words added lane by lane (no lane overflows: the
+        // counters of a histogram add up to the window, which fits one counter), then the lanes.
+        constexpr int W = rk_bins / rk_coarse / BPW;  // words of a coarse bin
+        const unsigned* hw = hist + c * W * NT + t;
+        unsigned sum = hw[0];
+#pragma unroll
+        for (int k = 1; k < W; ++k) sum += hw[k * NT];
+        const int n = sizeof(C) == 1 ? static_cast<int>((sum * 0x01010101u) >> 24)
+                                     : static_cast<int>((sum * 0x00010001u) >> 16);
         if (below + n > need) break;
         below += n;
       }
@@ -245,25 +287,37 @@ __global__ void __launch_bounds__(rk_threads<C>)
       if (exact) {
         result = static_cast<T>(static_cast<long long>(lo) + bin);
       } else {
-        // The (need - below)-th smallest of the window's voxels in `bin`.
+        // The (need - below)-th smallest of the window's voxels in `bin`. The window's bins are
+        // compared a word (4 voxels) at a time; only the matches (a few, usually) are visited.
         const int kk = need - below;
-        int m = 0;
-        T mn = std::numeric_limits<T>::max(), mxv = std::numeric_limits<T>::lowest();
-        for (int s = 0; s < kz; ++s) {
-          const int base = s * plane + ty * hx + tx;
-          for (int dy = 0; dy <= 2 * b.ry; ++dy) {
-            for (int dx = 0; dx <= 2 * b.rx; ++dx) {
-              const int i = base + dy * hx + dx;
-              if (bk[i] == bin) {
-                const T v = raw[i];
-                if (m < rk_cap) mem[m * NT + t] = v;
-                ++m;
-                mn = vmin(mn, v);
-                mxv = vmax(mxv, v);
+        const unsigned rep = 0x01010101u * static_cast<unsigned>(bin);
+        auto for_each_in_bin = [&](auto&& f) {
+          for (int s = 0; s < kz; ++s) {
+            for (int dy = 0; dy <= 2 * b.ry; ++dy) {
+              const int row = s * pp + (ty + dy) * hp + tx / 4 * 4;  // a word's first byte
+              const unsigned* wp = bkw + row / 4;
+#pragma unroll
+              for (int j = 0; j < rk_max_row_words; ++j) {
+                if (j >= nrw) break;
+                unsigned e = rk_zero_bytes(wp[j] ^ rep) & rmask[j];
+                while (e != 0u) {
+                  const int i = row + 4 * j + (__ffs(static_cast<int>(e)) - 1) / 8;
+                  e &= e - 1u;  // one bit a matching byte
+                  f(i);
+                }
               }
             }
           }
-        }
+        };
+        int m = 0;
+        T mn = std::numeric_limits<T>::max(), mxv = std::numeric_limits<T>::lowest();
+        for_each_in_bin([&](int i) {
+          const T v = raw[i];
+          if (m < rk_cap) mem[m * NT + t] = v;
+          ++m;
+          mn = vmin(mn, v);
+          mxv = vmax(mxv, v);
+        });
         if (!(mn < mxv)) {
           result = mn;  // one value (or no order: NaN)
         } else if (m <= rk_cap) {
@@ -280,27 +334,17 @@ __global__ void __launch_bounds__(rk_threads<C>)
           }
         } else {
           // Many voxels in one bin (values bunched against outliers): count ranks over the
-          // window itself.
+          // bin's voxels in the window itself.
           result = mn;
-          for (int s = 0; s < kz; ++s) {
-            for (int dy = 0; dy <= 2 * b.ry; ++dy) {
-              for (int dx = 0; dx <= 2 * b.rx; ++dx) {
-                const int i = s * plane + (ty + dy) * hx + tx + dx;
-                if (bk[i] != bin) continue;
-                const T v = raw[i];
-                int less = 0, eq = 0;
-                for (int s2 = 0; s2 < kz; ++s2)
-                  for (int dy2 = 0; dy2 <= 2 * b.ry; ++dy2)
-                    for (int dx2 = 0; dx2 <= 2 * b.rx; ++dx2) {
-                      const int i2 = s2 * plane + (ty + dy2) * hx + tx + dx2;
-                      if (bk[i2] != bin) continue;
-                      less += raw[i2] < v;
-                      eq += raw[i2] == v;
-                    }
-                if (less <= kk && kk < less + eq) result = v;
-              }
-            }
-          }
+          for_each_in_bin([&](int i) {
+            const T v = raw[i];
+            int less = 0, eq = 0;
+            for_each_in_bin([&](int i2) {
+              less += raw[i2] < v;
+              eq += raw[i2] == v;
+            });
+            if (less <= kk && kk < less + eq) result = v;
+          });
         }
       }
       if (mine) out[z * slice + gy * g.nx + gx] = result;
