@@ -8,6 +8,7 @@
 #include <voxstream/core/stream.hpp>
 
 #include "capture_flag.hpp"
+#include "stream_cache.hpp"
 
 #if VOX_BACKEND_CUDA
 #include <cuda_runtime_api.h>
@@ -64,7 +65,11 @@ stream_state::stream_state(std::size_t index_in_set, std::shared_ptr<event_pool>
       index(index_in_set),
       pool(std::move(p)) {}
 
-stream_state::~stream_state() { detail::destroy_stream(handle); }
+stream_state::~stream_state() {
+  // Cached scratch and result slots go back to the pool, stream-ordered, before the stream goes.
+  ::vox::detail::release_stream_cache(handle);
+  ::vox::detail::destroy_stream(handle);
+}
 
 mark record_mark(const std::shared_ptr<stream_state>& st, const char* op) {
   // One record at a time per stream, so that sequence numbers follow the order on the stream.

@@ -11,9 +11,15 @@
 #include <voxstream/core/error.hpp>
 
 #include "../detail/cuda_check.hpp"
+#include "detail/counters.hpp"
 
 namespace vox {
 namespace detail {
+
+call_counters& counters() noexcept {
+  static call_counters c;  // constant-initialised
+  return c;
+}
 
 namespace {
 std::string mib(std::size_t bytes) {
@@ -56,6 +62,7 @@ void* allocate_async(std::size_t bytes, stream_view s) {
   if (bytes == 0) return nullptr;
   cudaMemPool_t pool = pool_for_current_device("stream_allocator");
   void* p = nullptr;
+  counters().allocations.fetch_add(1, std::memory_order_relaxed);
   const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool, s.value());
   if (e == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
@@ -67,7 +74,9 @@ void* allocate_async(std::size_t bytes, stream_view s) {
 }
 
 void deallocate_async(void* p, std::size_t, stream_view s) noexcept {
-  if (p != nullptr) VOX_CUDA_LOG(cudaFreeAsync(p, s.value()), "stream_allocator");
+  if (p == nullptr) return;
+  counters().frees.fetch_add(1, std::memory_order_relaxed);
+  VOX_CUDA_LOG(cudaFreeAsync(p, s.value()), "stream_allocator");
 }
 
 void* allocate_pinned(std::size_t bytes, const char* op) {
@@ -97,6 +106,7 @@ void init_device_pool(const char*) {}
 
 void* allocate_async(std::size_t bytes, stream_view) {
   if (bytes == 0) return nullptr;
+  counters().allocations.fetch_add(1, std::memory_order_relaxed);
   void* p = ::operator new(bytes, alignment, std::nothrow);
   if (p == nullptr)
     throw_out_of_memory("stream_allocator", "cannot allocate " + mib(bytes) + " of host memory",
@@ -107,6 +117,7 @@ void* allocate_async(std::size_t bytes, stream_view) {
 
 void deallocate_async(void* p, std::size_t bytes, stream_view) noexcept {
   if (p == nullptr) return;
+  counters().frees.fetch_add(1, std::memory_order_relaxed);
   ::operator delete(p, alignment);
   used_bytes -= bytes;
 }

@@ -290,19 +290,41 @@ void normalize(stream_set& streams, const volume<In>& in, volume<Out>& out, doub
   iops::expect_finite(lo, op, "lo");
   iops::expect_finite(hi, op, "hi");
   VOX_EXPECTS(lo < hi, op, "the target range [lo, hi] is empty or inverted: lo must be < hi");
-  const std::size_t c = streams.plan(in.extent().z).front().stream;
-  // Device scalar {min, scale}: written on c by the combine, read by every slab's rescale.
-  iops::scratch<iops::normalize_params> params(streams, c, 1, 1, false, op);
   iops::reduce_ctx ctx = iops::whole_ctx(in);
   ctx.p0 = lo;
   ctx.p1 = hi;
-  iops::reduce_to<In, iops::normalize_policy<In>>(streams, in, op, ctx, params.data(),
-                                                  {params.whole(exec::access_mode::write)});
   const std::size_t slice = in.extent().slice_voxels();
   const In* src = in.data();
   Out* dst = out.data();
+  const std::vector<slab> rplan =
+      iops::reduction_plan(streams, in.extent().z, slice * sizeof(In));
+  const std::vector<slab> mplan = streams.plan(exec::work_of({read(in), write(out)}, op));
+  if (rplan.size() == 1 && mplan.size() == 1 && rplan.front().stream == mplan.front().stream) {
+    // One slab for both passes: the fused min/max launch leaves {min, scale} in the stream's
+    // scratch, and the rescale after it on the same stream reads them there. Two launches, one
+    // event, no allocation once warm.
+    const std::size_t n = in.extent().voxels();
+    exec::run_op(streams, op, mplan, {read(in), write(out)}, [&](stream_view s, const slab&) {
+      const bool cached = detail::cache_allowed() && !detail::stream_capturing(s, op);
+      iops::reduce_single<In, iops::normalize_policy<In>>(
+          s, src, n, ctx, cached, nullptr,
+          [&](const iops::normalize_params* p) {
+            iops::map1(s, src, dst, n, iops::normalize_fn<In, Out>{p, lo}, op);
+          },
+          op);
+    });
+    return;
+  }
+  const std::size_t c = rplan.front().stream;
+  // Device scalar {min, scale}: written on c by the combine, read by every slab's rescale.
+  iops::scratch<iops::normalize_params> params(streams, c, 1, 1, false, op);
+  iops::reduce_to<In, iops::normalize_policy<In>>(streams, in, op, ctx, params.data(),
+                                                  {params.whole(exec::access_mode::write)});
   const iops::normalize_fn<In, Out> f{params.data(), lo};
-  exec::run_op(streams, op, {read(in), write(out), params.whole(exec::access_mode::read)},
+  // The rescale's plan is the one of reading in and writing out: the parameters' access (whose
+  // voxel size the scratch does not declare) must not make the work unknown, which would give a
+  // slab to every stream of the set.
+  exec::run_op(streams, op, mplan, {read(in), write(out), params.whole(exec::access_mode::read)},
                [&](stream_view s, const slab& w) {
                  iops::map1(s, src + w.z0 * slice, dst + w.z0 * slice, w.depth() * slice, f, op);
                });

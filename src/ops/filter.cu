@@ -3,8 +3,10 @@
 #include <voxstream/ops/filter.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -494,11 +496,21 @@ void run_gauss_xy(stream_set& streams, const char* op, const volume<T>& in, volu
                  if constexpr (gauss_xy_async_serves<T, F, R>()) {
                    constexpr std::size_t dyn = gauss_async_dyn_bytes<T, F, R>();
                    auto* k = gauss_xy_async_kernel<T, F, R, EXACT>;
-                   if constexpr (dyn > 0)
-                     VOX_CUDA_TRY(cudaFuncSetAttribute(
-                                      k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(dyn)),
-                                  op);
+                   if constexpr (dyn > 0) {
+                     // Once per device and kernel (the attribute stays set): the call cost
+                     // several µs of host time per launch.
+                     static std::atomic<std::uint64_t> set_on{0};  // bit d: device d
+                     const int dev = streams.device();
+                     const std::uint64_t bit =
+                         dev >= 0 && dev < 64 ? std::uint64_t{1} << dev : std::uint64_t{0};
+                     if (bit == 0 || (set_on.load(std::memory_order_acquire) & bit) == 0) {
+                       VOX_CUDA_TRY(cudaFuncSetAttribute(
+                                        k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(dyn)),
+                                    op);
+                       set_on.fetch_or(bit, std::memory_order_acq_rel);
+                     }
+                   }
                    k<<<grid, gx_threads, dyn, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
                  } else {
                    gauss_xy_kernel<T, F, R, EXACT><<<grid, gx_threads, 0, s.value()>>>(

@@ -20,6 +20,7 @@
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
 
+#include "../../src/memory/detail/counters.hpp"
 #include "../common/compare.hpp"
 
 #include "../common/random.hpp"
@@ -434,6 +435,108 @@ TEST(ReduceBadInput, RejectedBeforeAnythingIsEnqueued) {
   vox::volume<double> none;
   EXPECT_THROW(vox::reduce_slices(s, in, none, vox::slice_reduction::mean), vox::invalid_argument);
 }
+
+// --- host cost of a warm whole-volume reduction (issue 17) ----------------------------------------
+
+namespace reduce_test {
+
+/// Launches, pool allocations and frees, events and waits of one call of `f` on `s`.
+struct calls {
+  std::size_t launches, allocations, frees, events, waits;
+};
+template <class F>
+calls count_calls(vox::stream_set& s, F&& f) {
+  auto& c = vox::detail::counters();
+  s.reset_counters();
+  const std::size_t l = c.launches.load(), a = c.allocations.load(), fr = c.frees.load();
+  f();
+  return calls{c.launches.load() - l, c.allocations.load() - a, c.frees.load() - fr,
+               s.events_recorded(), s.waits_inserted()};
+}
+
+}  // namespace reduce_test
+
+class ReduceCalls : public ::testing::TestWithParam<std::size_t> {};
+
+// One slab (the default policy for any volume under ~2 ms of reading): one fused launch, one
+// event, no allocation and no wait, whatever the number of streams, once the stream's cache is
+// warm; the value stays right.
+TEST_P(ReduceCalls, AWarmWholeReductionIsOneLaunchAndOneEvent) {
+  using namespace reduce_test;
+  vox::stream_set s(GetParam());
+  const auto h = random_values<float>(odd.voxels(), 41);
+  const reference<float> ref(h);
+  const auto in = make_volume(s, odd, h);
+  s.synchronize();
+  (void)vox::statistics(s, in).get();  // warms the stream's scratch and result slots
+  const auto expect_one = [&](const char* what, auto&& op) {
+    std::optional<std::decay_t<decltype(op())>> r;
+    const calls c = count_calls(s, [&] { r.emplace(op()); });
+    EXPECT_EQ(c.launches, 1u) << what;
+    EXPECT_EQ(c.allocations, 0u) << what;
+    EXPECT_EQ(c.frees, 0u) << what;
+    EXPECT_EQ(c.events, 1u) << what;
+    EXPECT_EQ(c.waits, 0u) << what;
+    return std::move(*r);
+  };
+  EXPECT_NEAR(expect_one("sum", [&] { return vox::sum(s, in); }).get(),
+              static_cast<double>(ref.sum), sum_tolerance<float>(ref.abs_sum));
+  EXPECT_EQ(expect_one("min", [&] { return vox::min_value(s, in); }).get(),
+            static_cast<float>(ref.min));
+  EXPECT_EQ(expect_one("max", [&] { return vox::max_value(s, in); }).get(),
+            static_cast<float>(ref.max));
+  EXPECT_NEAR(expect_one("mean", [&] { return vox::mean(s, in); }).get(), ref.mean, 1e-9);
+  EXPECT_NEAR(expect_one("variance", [&] { return vox::variance(s, in); }).get(), ref.var(0),
+              1e-10 * ref.var(0));
+  EXPECT_NEAR(expect_one("stddev", [&] { return vox::stddev(s, in, 1); }).get(),
+              std::sqrt(ref.var(1)), 1e-10 * std::sqrt(ref.var(1)));
+  expect_position(expect_one("argmin", [&] { return vox::argmin(s, in); }).get(), ref.argmin,
+                  odd);
+  expect_position(expect_one("argmax", [&] { return vox::argmax(s, in); }).get(), ref.argmax,
+                  odd);
+  // Dropping a handle gives its slot back to the stream: still no pool call.
+  const calls dropped = count_calls(s, [&] { (void)vox::sum(s, in); });
+  EXPECT_EQ(dropped.allocations + dropped.frees, 0u);
+}
+
+// normalize on one slab: the fused min/max launch and the rescale, one event, no allocation.
+TEST_P(ReduceCalls, AWarmNormalizeIsTwoLaunchesAndOneEvent) {
+  using namespace reduce_test;
+  vox::stream_set s(GetParam());
+  const auto h = random_values<float>(odd.voxels(), 43);
+  const reference<float> ref(h);
+  const auto in = make_volume(s, odd, h);
+  vox::volume<float> out(s, odd, -7.0f);
+  vox::normalize(s, in, out, -1.0, 1.0);  // warm
+  const calls c = count_calls(s, [&] { vox::normalize(s, in, out, 0.0, 2.0); });
+  EXPECT_EQ(c.launches, 2u);
+  EXPECT_EQ(c.allocations, 0u);
+  EXPECT_EQ(c.frees, 0u);
+  EXPECT_EQ(c.events, 1u);
+  const auto got = fetch(s, out);
+  const double scale = 2.0 / (ref.max - ref.min);
+  for (std::size_t i = 0; i < h.size(); ++i)
+    ASSERT_NEAR(got[i], (static_cast<double>(h[i]) - ref.min) * scale, 1e-5) << i;
+}
+
+// Many results alive at once take more result slots; each keeps its own value.
+TEST_P(ReduceCalls, ManyPendingResultsKeepTheirValues) {
+  using namespace reduce_test;
+  vox::stream_set s(GetParam());
+  vox::volume<std::int32_t> v(s, extent3{11, 6, 5}, 0);
+  std::vector<vox::async_value<std::int64_t>> held;
+  for (std::int32_t k = 0; k < 150; ++k) {  // more than two chunks of slots
+    vox::fill(s, v, k);
+    held.push_back(vox::sum(s, v));
+  }
+  for (std::size_t k = 0; k < held.size(); ++k)
+    ASSERT_EQ(held[k].get(), static_cast<std::int64_t>(k) * 11 * 6 * 5) << k;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sets, ReduceCalls, ::testing::Values(std::size_t{1}, std::size_t{4}),
+                         [](const ::testing::TestParamInfo<std::size_t>& i) {
+                           return std::to_string(i.param) + "_streams";
+                         });
 
 // --- accuracy at scale (GPU only: 512^3 does not fit the host CI budget) -------------------------
 

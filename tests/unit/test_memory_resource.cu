@@ -2,6 +2,7 @@
 // resource they were given (or the current one), on the right stream and with matching sizes;
 // the current resource is process-wide and thread-safe; a resource's out_of_memory reaches the
 // caller with nothing half-built. CUDA: stream_view converts to and from cuda::stream_ref.
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,8 @@
 
 #include <voxstream/voxstream.hpp>
 
+#include "../../src/exec/stream_cache.hpp"
+#include "../../src/memory/detail/counters.hpp"
 #include "../common/volumes.hpp"
 
 namespace voxtest_mr {
@@ -187,6 +190,160 @@ TEST(MemoryResource, ThreadsShareOneResource) {
   EXPECT_EQ(mr.allocations(), 160u);
   EXPECT_EQ(mr.live(), 0u);
   EXPECT_EQ(mr.mismatches(), 0u);
+}
+
+// --- the per-stream caches of ops' scratch and result slots (src/exec/stream_cache.hpp) ---------
+
+std::size_t pool_allocations() { return vox::detail::counters().allocations.load(); }
+std::size_t pool_frees() { return vox::detail::counters().frees.load(); }
+
+TEST(StreamCache, ResultSlotsAreReusedOnTheirStream) {
+  vox::stream_set s(2);
+  const vox::stream_view s0 = s.stream(0), s1 = s.stream(1);
+  vox::memory_resource& slots = vox::detail::result_slot_resource();
+  void* a = slots.allocate(56, s0);
+  const std::size_t before = pool_allocations();
+  slots.deallocate(a, 56, s0);
+  void* b = slots.allocate(8, s0);
+  EXPECT_EQ(b, a) << "a freed slot is the next one on its stream";
+  EXPECT_EQ(pool_allocations(), before);
+  void* c = slots.allocate(8, s1);  // another stream has its own slots
+  EXPECT_NE(c, b);
+  EXPECT_EQ(vox::detail::cache_stats(s0.value()).slot_chunks, 1u);
+  EXPECT_EQ(vox::detail::cache_stats(s1.value()).slot_chunks, 1u);
+  slots.deallocate(b, 8, s0);
+  slots.deallocate(c, 8, s1);
+  // Over a slot's size: the pool, not the cache.
+  void* big = slots.allocate(vox::detail::result_slot_bytes + 1, s0);
+  EXPECT_EQ(pool_allocations(), before + 2);
+  slots.deallocate(big, vox::detail::result_slot_bytes + 1, s0);
+  EXPECT_EQ(vox::detail::cache_stats(s0.value()).free_slots,
+            vox::detail::result_slots_per_chunk);
+}
+
+TEST(StreamCache, ManyOutstandingSlotsTakeMoreChunksThenAreReused) {
+  vox::stream_set s(1);
+  const vox::stream_view s0 = s.stream(0);
+  vox::memory_resource& slots = vox::detail::result_slot_resource();
+  const std::size_t n = 2 * vox::detail::result_slots_per_chunk + 5;  // exhausts two chunks
+  std::vector<void*> held;
+  for (std::size_t i = 0; i < n; ++i) held.push_back(slots.allocate(40, s0));
+  std::vector<void*> sorted = held;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::unique(sorted.begin(), sorted.end()), sorted.end()) << "slots are distinct";
+  EXPECT_EQ(vox::detail::cache_stats(s0.value()).slot_chunks, 3u);
+  for (void* p : held) slots.deallocate(p, 40, s0);
+  EXPECT_EQ(vox::detail::cache_stats(s0.value()).free_slots,
+            3 * vox::detail::result_slots_per_chunk);
+  const std::size_t before = pool_allocations();
+  for (std::size_t i = 0; i < n; ++i) held[i] = slots.allocate(40, s0);
+  EXPECT_EQ(pool_allocations(), before) << "no new chunk once enough were made";
+  for (void* p : held) slots.deallocate(p, 40, s0);
+}
+
+TEST(StreamCache, ScratchGrowsOnlyWhenTooSmallAndKeepsItsHeadZero) {
+  vox::stream_set s(1);
+  const vox::stream_view s0 = s.stream(0);
+  auto* p = static_cast<unsigned char*>(vox::detail::stream_scratch(s0, 100, "test"));
+  EXPECT_EQ(vox::detail::cache_stats(s0.value()).scratch_allocations, 1u);
+  EXPECT_GE(vox::detail::cache_stats(s0.value()).scratch_bytes, 100u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 256, 0u);
+#if !VOX_BACKEND_CUDA
+  for (std::size_t i = 0; i < vox::detail::scratch_head_bytes; ++i) ASSERT_EQ(p[i], 0) << i;
+#endif
+  EXPECT_EQ(vox::detail::stream_scratch(s0, 64, "test"), p) << "big enough: the same scratch";
+  EXPECT_EQ(vox::detail::cache_stats(s0.value()).scratch_allocations, 1u);
+  const std::size_t frees = pool_frees();
+  void* q = vox::detail::stream_scratch(s0, 100000, "test");
+  EXPECT_EQ(vox::detail::cache_stats(s0.value()).scratch_allocations, 2u);
+  EXPECT_GE(vox::detail::cache_stats(s0.value()).scratch_bytes, 100000u);
+  EXPECT_EQ(pool_frees(), frees + 1) << "the old scratch went back, stream-ordered";
+  EXPECT_EQ(vox::detail::stream_scratch(s0, 100, "test"), q);
+}
+
+TEST(StreamCache, ReleasedWithTheSetsStreams) {
+  const std::size_t streams_before = vox::detail::cached_streams();
+  const std::size_t frees_before = pool_frees();
+  {
+    vox::stream_set s(3);
+    vox::volume<float> v(s, vox::extent3{16, 8, 6}, 1.5f);
+    EXPECT_EQ(vox::sum(s, v).get(), 16.0 * 8 * 6 * 1.5);
+    EXPECT_EQ(vox::max_value(s, v).get(), 1.5f);
+    EXPECT_GT(vox::detail::cached_streams(), streams_before);
+  }
+  EXPECT_EQ(vox::detail::cached_streams(), streams_before) << "the set's streams forgot theirs";
+  EXPECT_GE(pool_frees(), frees_before + 3) << "volume, scratch and slot chunk freed";
+}
+
+TEST(StreamCache, AResultOutlivesItsSetAndItsStreamsCache) {
+  const std::size_t streams_before = vox::detail::cached_streams();
+  vox::async_value<double> mean;
+  vox::async_value<vox::volume_stats> stats;
+  {
+    vox::stream_set s(4);
+    vox::volume<std::int32_t> v(s, vox::extent3{9, 7, 5}, 3);
+    mean = vox::mean(s, v);
+    stats = vox::statistics(s, v);
+  }  // set and volume gone, results pending (on the cuda backend)
+  EXPECT_GT(vox::detail::cached_streams(), streams_before) << "held by the results' stream";
+  EXPECT_EQ(mean.get(), 3.0);
+  EXPECT_EQ(stats.get().count, 9u * 7 * 5);
+  EXPECT_EQ(stats.get().max, 3.0);
+  mean = vox::async_value<double>();
+  stats = vox::async_value<vox::volume_stats>();
+  EXPECT_EQ(vox::detail::cached_streams(), streams_before);
+}
+
+TEST(StreamCache, AUsersResourceGetsTheOpsAllocations) {
+  current_guard guard;
+  counting_resource mr;
+  vox::stream_set s(2);
+  vox::volume<float> v(s, vox::extent3{12, 10, 4}, 2.0f);
+  vox::set_current_memory_resource(&mr);
+  const std::size_t before = mr.allocations();
+  {
+    auto m = vox::sum(s, v);
+    EXPECT_EQ(m.get(), 12.0 * 10 * 4 * 2);
+    EXPECT_GE(mr.allocations(), before + 2) << "the result slot and the scratch";
+  }
+  vox::volume<float> out(s, v.extent(), 0.0f);
+  vox::normalize(s, v, out, 0.0, 1.0);
+  s.synchronize();
+  EXPECT_EQ(vox::detail::cache_stats(s.stream(0).value()).slot_chunks, 0u);
+  EXPECT_EQ(vox::detail::cache_stats(s.stream(0).value()).scratch_allocations, 0u);
+  vox::set_current_memory_resource(nullptr);
+  out = vox::volume<float>();
+  EXPECT_EQ(mr.live(), 0u);
+  EXPECT_EQ(mr.mismatches(), 0u);
+}
+
+TEST(StreamCache, ThreadsReduceOnSharedAndOwnSets) {
+  vox::stream_set shared(4);
+  vox::volume<float> in(shared, vox::extent3{20, 12, 9}, 0.25f);
+  const double want = 20.0 * 12 * 9 * 0.25;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      vox::stream_set own(1 + static_cast<std::size_t>(t));
+      vox::volume<float> mine(own, in.extent(), static_cast<float>(t));
+      std::vector<vox::async_value<double>> held;
+      for (int i = 0; i < 40; ++i) {
+        held.push_back(vox::sum(shared, in));
+        held.push_back(vox::sum(own, mine));
+        if (held.size() > 24) held.erase(held.begin(), held.begin() + 12);  // frees across
+        if (vox::max_value(i % 2 == 0 ? shared : own, i % 2 == 0 ? in : mine).get() !=
+            (i % 2 == 0 ? 0.25f : static_cast<float>(t)))
+          ++wrong;
+      }
+      for (std::size_t k = 0; k < held.size(); ++k) {
+        const double w = k % 2 == 0 ? want : 20.0 * 12 * 9 * t;
+        if (held[k].get() != w) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 #if VOX_BACKEND_CUDA

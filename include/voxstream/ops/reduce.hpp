@@ -2,21 +2,21 @@
 /// @brief Whole-volume reductions (min, max, sum, mean, variance, std, statistics, argmin,
 ///        argmax) returning vox::async_value handles, and per-slice reductions into a volume.
 ///
-/// A whole-volume reduction runs in two phases, both under the ledger and with no host wait:
-///  1. partial reduction into per-block partials (in double, or int64 for integer sums) in a
-///     scratch array, either
-///     - per slab: on every slab's stream, one launch per slab, or
-///     - whole: one launch over the whole volume on the set's first stream, after the ledger
-///       has joined the streams that last wrote `in`,
-///     as the set's slab policy decides (vox::slab_policy, slab_plan.hpp): slabs only where the
-///     volume's read pays for their launches;
-///  2. on the set's first stream, which the ledger joins to the streams that wrote partials,
-///     one single-block launch combines them in a fixed order (deterministic) into a device
-///     result slot; the handle keeps the event recorded after it.
-/// The scratch array is allocated stream-ordered on the first stream, so per-slab work on the
-/// other streams starts after the work already queued there (as for any new volume). The ledger
-/// records the reads of `in`, so later writes to `in`, or its destruction, wait for the
+/// A whole-volume reduction runs under the ledger with no host wait: per-block partials (in
+/// double, or int64 for integer sums) combined in a fixed order (deterministic), on the slabs
+/// that the set's slab policy gives the volume's read (vox::slab_policy, slab_plan.hpp):
+///  - one slab (a volume under ~2 ms of reading): one launch on the set's first stream, after
+///    the ledger has joined the streams that last wrote `in`, whose last block combines the
+///    partials into the result slot. Partials and slot are cached on the stream (no allocation
+///    once warm); the handle keeps the one event recorded after the launch;
+///  - several slabs: a partial launch per slab on its stream, then one single-block launch that
+///    combines them on the set's first stream, which the ledger joins to the slabs' streams (the
+///    partials are allocated stream-ordered on that stream).
+/// A result slot is reused by a later result on the same stream once its handle is gone: work on
+/// another stream that reads device_data() must be ordered before the handle is destroyed. The
+/// ledger records the reads of `in`, so later writes to `in`, or its destruction, wait for the
 /// reduction.
+///
 #pragma once
 
 #include <cstddef>

@@ -22,6 +22,7 @@
 #include <voxstream/ops/reduce.hpp>
 
 #include "../../detail/cuda_check.hpp"
+#include "../../memory/detail/counters.hpp"
 
 #if VOX_BACKEND_CUDA
 #include <cuda_runtime_api.h>
@@ -233,6 +234,7 @@ void map1(stream_view s, const In* in, Out* out, std::size_t n, const F& f, cons
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < m; ++i) out[i] = f(in[i]);
 #endif
+  count_launch();
 }
 
 /// out[i] = f(a[i], b[i]) for i in [0, n), as one launch on `s`.
@@ -249,6 +251,7 @@ void map2(stream_view s, const A* a, const B* b, Out* out, std::size_t n, const 
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < m; ++i) out[i] = f(a[i], b[i]);
 #endif
+  count_launch();
 }
 
 // --- vectorised traversal -----------------------------------------------------------------------

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -13,6 +15,8 @@
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume/access.hpp>
 
+#include "../../exec/stream_cache.hpp"
+#include "../../memory/detail/counters.hpp"
 #include "common.cuh"
 
 #if VOX_BACKEND_CUDA
@@ -338,19 +342,64 @@ __global__ void __launch_bounds__(combine_threads)
   const acc r = block_reduce(tmp).Reduce(a, merge_fn<P>{});
   if (threadIdx.x == 0) *out = P::result_of(r, ctx);
 }
+
+/// A load through L2 (not L1) of a value that other blocks of the running grid wrote.
+template <class A>
+__device__ __forceinline__ A load_cg(const A* p) {
+  static_assert(sizeof(A) % alignof(A) == 0, "load_cg: size a multiple of the alignment");
+  using word = std::conditional_t<
+      alignof(A) >= 8, unsigned long long,
+      std::conditional_t<alignof(A) == 4, unsigned,
+                         std::conditional_t<alignof(A) == 2, unsigned short, unsigned char>>>;
+  constexpr std::size_t words = sizeof(A) / sizeof(word);
+  word w[words];
+#pragma unroll
+  for (std::size_t k = 0; k < words; ++k) w[k] = __ldcg(reinterpret_cast<const word*>(p) + k);
+  A a;
+  memcpy(&a, w, sizeof(A));
+  return a;
+}
+
+/// Both phases in one launch: every block reduces its part into partials[blockIdx.x]; the last
+/// block to finish (counted in *done_blocks, which is 0 at launch and left 0) merges the
+/// partials in a fixed order (deterministic, whichever block is last) into *out.
+template <class T, class P>
+__global__ void __launch_bounds__(op_threads)
+    reduce_fused_kernel(const T* data, std::size_t n, typename P::acc* partials,
+                        unsigned* done_blocks, typename P::result* out, reduce_ctx ctx) {
+  using acc = typename P::acc;
+  const std::size_t tid = std::size_t{blockIdx.x} * op_threads + threadIdx.x;
+  const std::size_t nthreads = std::size_t{gridDim.x} * op_threads;
+  reduce_visitor<T, P> vis{P::start(data[tid < n ? tid : n - 1]), 0};
+  visit_range<4>(data, n, tid, nthreads, vis);
+  using block_reduce = cub::BlockReduce<acc, op_threads>;
+  __shared__ typename block_reduce::TempStorage tmp;
+  __shared__ bool last;
+  const acc r = block_reduce(tmp).Reduce(P::finish(vis.st), merge_fn<P>{});
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = r;
+    __threadfence();  // the partial is visible device-wide before the count says so
+    last = atomicAdd(done_blocks, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // every other block's partial is visible: they counted after their fence
+  acc a = P::identity();
+  for (unsigned i = threadIdx.x; i < gridDim.x; i += op_threads)
+    a = P::merge(a, load_cg(partials + i));
+  const acc t = block_reduce(tmp).Reduce(a, merge_fn<P>{});
+  if (threadIdx.x == 0) {
+    *out = P::result_of(t, ctx);
+    *done_blocks = 0u;  // ready for the next user of the scratch, in stream order
+  }
+}
 #endif
 
-/// Reduces data[0, n) (voxel indices base + i) into `blocks` partials at `out`, on `s`.
+#if !VOX_BACKEND_CUDA
+/// The host backend's partial pass: `blocks` chunks of data[0, n) in parallel.
 template <class T, class P>
-void partial_pass(stream_view s, const T* data, std::size_t n, std::size_t base,
-                  typename P::acc* out, std::size_t blocks, const char* op) {
-#if VOX_BACKEND_CUDA
-  reduce_partial_kernel<T, P>
-      <<<static_cast<unsigned>(blocks), op_threads, 0, s.value()>>>(data, n, base, out);
-  check_launch(op);
-#else
-  (void)s;
-  (void)op;
+void host_partials(const T* data, std::size_t n, std::size_t base, typename P::acc* out,
+                   std::size_t blocks) {
   const auto nb = static_cast<std::ptrdiff_t>(blocks);
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t b = 0; b < nb; ++b) {
@@ -364,8 +413,25 @@ void partial_pass(stream_view s, const T* data, std::size_t n, std::size_t base,
     for (std::size_t i = lo; i < hi; ++i) P::add(st, data[i], base + i);
     out[b] = P::finish(st);
   }
-#endif
 }
+#endif
+
+/// Reduces data[0, n) (voxel indices base + i) into `blocks` partials at `out`, on `s`.
+template <class T, class P>
+void partial_pass(stream_view s, const T* data, std::size_t n, std::size_t base,
+                  typename P::acc* out, std::size_t blocks, const char* op) {
+#if VOX_BACKEND_CUDA
+  reduce_partial_kernel<T, P>
+      <<<static_cast<unsigned>(blocks), op_threads, 0, s.value()>>>(data, n, base, out);
+  check_launch(op);
+#else
+  (void)s;
+  (void)op;
+  host_partials<T, P>(data, n, base, out, blocks);
+#endif
+  count_launch();
+}
+
 
 /// Combines `count` partials in a fixed order into *out, on `s` (one block).
 template <class P>
@@ -381,6 +447,77 @@ void combine_pass(stream_view s, const typename P::acc* partials, std::size_t co
   for (std::size_t i = 0; i < count; ++i) a = P::merge(a, partials[i]);
   *out = P::result_of(a, ctx);
 #endif
+  count_launch();
+}
+
+/// Bytes of a fused reduction's partials in its scratch, rounded up to 256 (what follows them
+/// stays aligned).
+template <class P>
+std::size_t fused_partial_bytes(std::size_t blocks) {
+  return (blocks * sizeof(typename P::acc) + 255) / 256 * 256;
+}
+
+/// Both phases of a reduction of data[0, n) in one launch on `s` (see reduce_fused_kernel):
+/// `scratch` holds the zero done-block counter in its first scratch_head_bytes, then room for
+/// fused_partial_bytes<P>(blocks). The result goes to *out (device memory).
+template <class T, class P>
+void fused_pass(stream_view s, const T* data, std::size_t n, unsigned char* scratch,
+                std::size_t blocks, typename P::result* out, const reduce_ctx& ctx,
+                const char* op) {
+  auto* partials = reinterpret_cast<typename P::acc*>(scratch + scratch_head_bytes);
+#if VOX_BACKEND_CUDA
+  reduce_fused_kernel<T, P><<<static_cast<unsigned>(blocks), op_threads, 0, s.value()>>>(
+      data, n, partials, reinterpret_cast<unsigned*>(scratch), out, ctx);
+  check_launch(op);
+#else
+  (void)s;
+  (void)op;
+  host_partials<T, P>(data, n, 0, partials, blocks);
+  typename P::acc a = P::identity();
+  for (std::size_t i = 0; i < blocks; ++i) a = P::merge(a, partials[i]);
+  *out = P::result_of(a, ctx);
+#endif
+  count_launch();
+}
+
+/// A single-slab reduction of data[0, n) on `s`, for run_op's enqueue: one fused launch, its
+/// scratch the stream's cached one (or, under a graph capture or a user's memory resource, a
+/// zeroed temporary freed on `s` afterwards), then `after(result)` with the device result, which
+/// lives in that scratch until the next user of it on `s` (enqueue its readers in `after`).
+/// With `out` non-null the result goes there instead. `cached`: cache_allowed() and no capture.
+template <class T, class P, class After>
+void reduce_single(stream_view s, const T* data, std::size_t n, const reduce_ctx& ctx,
+                   bool cached, typename P::result* out, const After& after, const char* op) {
+  using result = typename P::result;
+  const std::size_t blocks = pass_blocks(n, reduce_min_items, op);
+  const std::size_t part = fused_partial_bytes<P>(blocks);
+  const std::size_t bytes = part + (out != nullptr ? 0 : (sizeof(result) + 255) / 256 * 256);
+  std::optional<device_buffer<unsigned char>> temp;
+  unsigned char* scr = nullptr;
+  if (cached) {
+    scr = static_cast<unsigned char*>(stream_scratch(s, bytes, op));
+  } else {
+    temp.emplace(scratch_head_bytes + bytes, s);
+    scr = temp->data();
+    zero_async(scr, scratch_head_bytes, s, op);
+  }
+  result* dst = out != nullptr ? out
+                               : reinterpret_cast<result*>(scr + scratch_head_bytes + part);
+  fused_pass<T, P>(s, data, n, scr, blocks, dst, ctx, op);
+  after(static_cast<const result*>(dst));
+}
+
+/// A private one-slice ledger written by an op: run_op leaves the op's mark on its stream as
+/// the writer, which the op then reads without touching any shared ledger.
+inline exec::access done_access(exec::slice_ledger& done) {
+  exec::access a;
+  a.ledger = &done;
+  a.ext = extent3{1, 1, 1};
+  a.mode = exec::access_mode::write;
+  a.whole = true;
+  a.data = &done;
+  a.elem_bytes = 1;
+  return a;
 }
 
 /// The two phases of a whole-volume reduction of `in` (see reduce.hpp), the result written to
@@ -424,7 +561,28 @@ exec::mark reduce_to(stream_set& streams, const volume<T>& in, const char* op,
 template <class T, class P>
 async_value<typename P::result> reduce_whole(stream_set& streams, const volume<T>& in,
                                              const char* op, reduce_ctx ctx) {
-  const std::size_t c = streams.plan(in.extent().z).front().stream;
+  using result = typename P::result;
+  static_assert(sizeof(result) <= result_slot_bytes, "reduce_whole: result too large for a slot");
+  const extent3 e = in.extent();
+  const std::vector<slab> plan = reduction_plan(streams, e.z, e.slice_voxels() * sizeof(T));
+  if (plan.size() == 1) {
+    // One slab (the policy's choice up to ~2 ms of reading): one fused launch and one event,
+    // the scratch and the result slot cached on the stream (no allocation once warm).
+    exec::slice_ledger done(1);
+    std::optional<device_buffer<result>> slot;
+    const T* base = in.data();
+    const std::size_t n = e.voxels();
+    exec::run_op(streams, op, plan, {read(in), done_access(done)},
+                 [&](stream_view s, const slab&) {
+                   const bool cached = cache_allowed() && !stream_capturing(s, op);
+                   slot.emplace(1, s, cached ? result_slot_resource() : current_memory_resource());
+                   reduce_single<T, P>(s, base, n, ctx, cached, slot->data(),
+                                       [](const result*) {}, op);
+                 });
+    const exec::mark m = done.entry(0).writer;
+    return async_value<result>(m.stream, std::move(*slot), m.event);
+  }
+  const std::size_t c = plan.front().stream;
   device_buffer<typename P::result> slot(1, streams.stream(c));
   const exec::mark m = reduce_to<T, P>(streams, in, op, ctx, slot.data(), {});
   return async_value<typename P::result>(streams.state(c), std::move(slot), m.event);
