@@ -4,7 +4,8 @@
 //    the lane-wise min / max, and the x pass's shifted words against a plain loop, for every
 //    x radius up to 8 and every radius bucket;
 //  - the ops against a plain host reference (scipy's separable min / max, exact): every odd size
-//    3..11 on each axis, windows beyond the packed path (which fall back), every border mode
+//    3..11 on each axis (the packed walks serve 3..9; 11 and up, and x sizes beyond 9, run the
+//    tile kernels), every border mode
 //    with cvals in and out of the voxel range, 2D and 3D, rows whose length is not a multiple of
 //    8, rows shorter than 4 and 8, one slice, one row, and rows wide enough for several
 //    column groups of a warp (240 voxels each) on aligned and unaligned row lengths.
@@ -239,8 +240,8 @@ TYPED_TEST(FilterSimd, AnisotropicWindowsAndFallbacks) {
   using T = TypeParam;
   const extent3 e{53, 17, 26};
   std::uint32_t seed = 300;
-  // Each axis alone, pairs, the x bucket edges (x sizes 5, 7, 9, 11, 17), and windows the
-  // packed path leaves to the tile kernels (x 19, y or z 13).
+  // Each axis alone, pairs, the x bucket edges (x sizes 5 and 9), and windows the packed path
+  // leaves to the tile kernels (x 11 and up, y or z 11 and up).
   const vox::filter_size sizes[] = {{1, 1, 1},  {3, 1, 1},  {1, 3, 1},  {1, 1, 3},  {1, 1, 11},
                                     {11, 1, 1}, {1, 11, 1}, {5, 7, 9},  {9, 5, 3},  {17, 3, 5},
                                     {7, 11, 1}, {1, 9, 11}, {15, 1, 7}, {19, 3, 3}, {3, 13, 3},

@@ -1,5 +1,5 @@
 // Internal to src/ops/filter*.cu: grey erosion and dilation (box min / max) of 8- and 16-bit
-// voxels on packed words (issue 16), 2D and 3D, windows up to 17 in x and 11 in y and z.
+// voxels on packed words (issue 16), 2D and 3D, windows up to 9 on each axis.
 //  - Voxels travel as pairs of 16-bit lanes in 32-bit words ("h2" words), so that one min.u16x2
 //    / min.s16x2 (native on sm_90) serves two voxels: uint16 and int16 words as loaded; uint8
 //    words split into their even and odd bytes (two planes of zero-extended bytes, one PRMT
@@ -38,8 +38,11 @@ inline constexpr int simd_nw = 4;  ///< h2 words of a lane
 /// Raw 32-bit words of a lane's 8 voxels (2 for uint8, 4 for 16-bit voxels).
 template <class T>
 inline constexpr int simd_rw = simd_e * static_cast<int>(sizeof(T)) / 4;
-inline constexpr int simd_max_rx = 8;  ///< x radius one halo lane serves
-inline constexpr int simd_max_k = 11;  ///< longest y and z window
+inline constexpr int simd_max_rx = 8;  ///< x radius one halo lane serves (simd_xpass)
+/// The walks' instantiations: x radius buckets 2 and 4, y and z windows 1..9 (sizes 3..9, the
+/// issue's range; larger windows run the tile kernels: each (K, RX) is another kernel to compile).
+inline constexpr int simd_walk_max_rx = 4;
+inline constexpr int simd_max_k = 9;  ///< longest y and z window of the walks
 
 /// __byte_perm without the sign-replicate modes (selector nibbles 0..7).
 VOX_HD inline unsigned simd_perm(unsigned x, unsigned y, unsigned s) {
@@ -207,13 +210,29 @@ struct simd_walk_geom {
   int rx;               ///< x radius (<= RX of the kernel)
 };
 
+/// A lane's 8 voxels at x0.. of row p voxel by voxel, through the border map in x, as h2 words:
+/// out of line, so that the walk's unrolled steps keep only the vector path (inlined in each of
+/// the K steps, this path took the z walk to 158 registers).
+template <class T>
+__device__ __noinline__ uint4 simd_load_slow(const T* p, idx_t x0, idx_t nx, border mode, T cval) {
+  T v[simd_e];
+#pragma unroll
+  for (int j = 0; j < simd_e; ++j) {
+    const idx_t mx = map_fast(x0 + j, nx, mode);
+    v[j] = mx < 0 ? cval : p[mx];
+  }
+  unsigned w[simd_nw];
+  simd_pack<T>(v, w);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 /// The packed walk: min (OP 1) or max (OP 2) over a window of K lines along the walk axis, then
 /// (RX > 0) over x offsets -rx..rx. vec: rows are 8-voxel aligned, so lanes whose voxels are all
 /// inside load and store vectors; the others voxel by voxel, through the border map in x (vec is
 /// an argument, not a template parameter: the lanes test it anyway, and the kernels are many).
 /// Every lane of a warp stays in the loop (the x pass shuffles); warps leave together.
 template <class T, int OP, int K, int RX>
-__global__ void __launch_bounds__(sw_threads)
+__global__ void __launch_bounds__(sw_threads, 4)
     simd_walk_kernel(const T* __restrict__ in, T* __restrict__ out, simd_walk_geom g, border mode,
                      T cval, bool vec) {
   constexpr int E = simd_e, NW = simd_nw, RW = simd_rw<T>;
@@ -240,7 +259,7 @@ __global__ void __launch_bounds__(sw_threads)
     const bool fast = vec && x0 >= 0 && x0 + E <= g.nx;
     const bool stores = (lane >= HALO && lane < 32 - HALO) && x0 < g.nx;
     auto load = [&](idx_t wi, unsigned (&w)[NW]) {
-      const idx_t m = map_near(wi, g.w_n, mode);
+      const idx_t m = map_fast(wi, g.w_n, mode);
       if (!live || m < 0) {
 #pragma unroll
         for (int k = 0; k < NW; ++k) w[k] = cw[k];
@@ -252,20 +271,21 @@ __global__ void __launch_bounds__(sw_threads)
         load_words<RW>(raw, p + x0);
         simd_to_h2<T>(raw, w);
       } else {
-        T v[E];
-#pragma unroll
-        for (int j = 0; j < E; ++j) {
-          const idx_t mx = map_fast(x0 + j, g.nx, mode);
-          v[j] = mx < 0 ? cval : p[mx];
-        }
-        simd_pack<T>(v, w);
+        const uint4 q = simd_load_slow<T>(p, x0, g.nx, mode, cval);
+        w[0] = q.x;
+        w[1] = q.y;
+        w[2] = q.z;
+        w[3] = q.w;
       }
     };
     unsigned ring[K][NW];
 #pragma unroll
     for (int s = 0; s < K; ++s) load(w0 - g.rw + s, ring[s]);
     // Slot s holds line w - rw + s of the unrolled step's base w: step s replaces it (the oldest)
-    // with line w + s + rw + 1, loaded before this step's arithmetic.
+    // with line w + s + rw + 1, loaded a step ahead (pf), so that two loads of each lane are in
+    // flight through the arithmetic.
+    unsigned pf[NW] = {0u, 0u, 0u, 0u};
+    if (w0 + 1 < w1) load(w0 + g.rw + 1, pf);
     for (idx_t w = w0; w < w1; w += K) {
 #pragma unroll
       for (int s = 0; s < K; ++s) {
@@ -273,7 +293,9 @@ __global__ void __launch_bounds__(sw_threads)
         if (wc >= w1) break;
         unsigned nxt[NW];
         const bool more = wc + 1 < w1;
-        if (more) load(wc + g.rw + 1, nxt);
+#pragma unroll
+        for (int k = 0; k < NW; ++k) nxt[k] = pf[k];
+        if (wc + 2 < w1) load(wc + g.rw + 2, pf);
         unsigned acc[NW];
 #pragma unroll
         for (int k = 0; k < NW; ++k) {
@@ -374,13 +396,12 @@ void with_simd_k(idx_t k, F&& f) {
     case 3: f(std::integral_constant<int, 3>{}); break;
     case 5: f(std::integral_constant<int, 5>{}); break;
     case 7: f(std::integral_constant<int, 7>{}); break;
-    case 9: f(std::integral_constant<int, 9>{}); break;
-    default: f(std::integral_constant<int, 11>{}); break;
+    default: f(std::integral_constant<int, 9>{}); break;
   }
 }
 
 /// Enqueues grey erosion (P == min) or dilation (P == max) of 8- and 16-bit voxels on packed
-/// words, or returns false where it does not serve the window (x radius > 8, y or z window > 11)
+/// words, or returns false where it does not serve the window (x, y or z window > 9)
 /// or the voxel type: 3D runs the z walk into `scratch` (allocated on the set when null), then
 /// the y walk with the x pass; 2D (or a z window of 1) the y walk alone; a window of 1 in x and
 /// y the z walk alone.
@@ -393,7 +414,7 @@ bool run_box_simd(stream_set& streams, const char* op, const volume<T>& in, volu
     constexpr int OP = P == pass_op::min ? 1 : 2;
     const extent3 e = in.extent();
     if (o.dims == 2) r.z = 0;
-    if (r.x > simd_max_rx || 2 * r.y + 1 > simd_max_k || 2 * r.z + 1 > simd_max_k) return false;
+    if (r.x > simd_walk_max_rx || 2 * r.y + 1 > simd_max_k || 2 * r.z + 1 > simd_max_k) return false;
     const T cval = to_voxel<T>(o.cval);
     const bool zwalk = r.z > 0;
     const bool ywalk = !zwalk || r.x > 0 || r.y > 0;
@@ -434,10 +455,8 @@ bool run_box_simd(stream_set& streams, const char* op, const volume<T>& in, volu
                      constexpr int K = decltype(kc)::value;
                      if (r.x <= 2) {
                        launch_simd_walk<T, OP, K, 2>(g, vec, s, src, d, o.mode, cval);
-                     } else if (r.x <= 4) {
-                       launch_simd_walk<T, OP, K, 4>(g, vec, s, src, d, o.mode, cval);
                      } else {
-                       launch_simd_walk<T, OP, K, 8>(g, vec, s, src, d, o.mode, cval);
+                       launch_simd_walk<T, OP, K, 4>(g, vec, s, src, d, o.mode, cval);
                      }
                    });
                    check_launch(op);
