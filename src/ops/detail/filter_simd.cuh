@@ -120,8 +120,9 @@ VOX_HD inline void simd_unpack(const unsigned (&w)[simd_nw], T (&v)[simd_e]) {
 
 /// The h2 word of 16-bit lanes b, b + 1 of a lane sequence held in words A (lane 2 k is the low
 /// half of A[k]).
-template <int N>
-VOX_HD inline unsigned simd_lanes_at(const unsigned (&a)[N], int b) {
+/// (A pointer, not an array reference: g++ -O3 folds the instances of different lengths into one
+/// and then warns of the longer one's subscripts.)
+VOX_HD inline unsigned simd_lanes_at(const unsigned* a, int b) {
   return (b & 1) ? simd_perm(a[b >> 1], a[(b >> 1) + 1], 0x5432u) : a[b >> 1];
 }
 
