@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -327,11 +328,12 @@ TEST(StreamCache, ThreadsReduceOnSharedAndOwnSets) {
     threads.emplace_back([&, t] {
       vox::stream_set own(1 + static_cast<std::size_t>(t));
       vox::volume<float> mine(own, in.extent(), static_cast<float>(t));
-      std::vector<vox::async_value<double>> held;
+      std::deque<vox::async_value<double>> held;  // popped, not erased: no move-assignment
       for (int i = 0; i < 40; ++i) {
         held.push_back(vox::sum(shared, in));
         held.push_back(vox::sum(own, mine));
-        if (held.size() > 24) held.erase(held.begin(), held.begin() + 12);  // frees across
+        if (held.size() > 24)  // frees across
+          for (int k = 0; k < 12; ++k) held.pop_front();
         if (vox::max_value(i % 2 == 0 ? shared : own, i % 2 == 0 ? in : mine).get() !=
             (i % 2 == 0 ? 0.25f : static_cast<float>(t)))
           ++wrong;
