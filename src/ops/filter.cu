@@ -17,7 +17,6 @@
 #include "detail/filter_box.cuh"
 #include "detail/filter_checks.hpp"
 #include "detail/filter_pass.cuh"
-#include "detail/filter_simd.cuh"
 #include "detail/march.cuh"
 #include "detail/stencil3.cuh"
 #include "../detail/voxel_types.hpp"
@@ -40,8 +39,6 @@ inline std::vector<double> gauss_weights(double sigma, idx_t r) {
 VOX_BOX_FUSED(extern template, pass_op::mean)
 VOX_BOX_FUSED(extern template, pass_op::min)
 VOX_BOX_FUSED(extern template, pass_op::max)
-VOX_BOX_SIMD(extern template, pass_op::min)
-VOX_BOX_SIMD(extern template, pass_op::max)
 }  // namespace vox::detail::filt
 #endif
 
@@ -64,10 +61,6 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
   const A cval = P == pass_op::mean ? static_cast<A>(o.cval) : static_cast<A>(to_voxel<T>(o.cval));
 
 #if VOX_BACKEND_CUDA
-  // 8- and 16-bit min / max on packed words first, the 3 x 3 (x 3) window included.
-  if constexpr (P != pass_op::mean && simd_voxel_v<T>) {
-    if (run_box_simd<T, P>(streams, op, in, out, scratch, r, o)) return;
-  }
   if (r.x == 1 && r.y == 1 && (o.dims == 2 || r.z == 1) && stencil3_fits(in.extent())) {
     if constexpr (P == pass_op::mean) {
       using A3 = mean3_acc_t<T>;

@@ -2,11 +2,9 @@
 // unit of their own so that the box family's kernels compile in parallel. Empty on the host
 // backend, whose filters run the 1D passes.
 #include "detail/filter_box.cuh"
-#include "detail/filter_simd.cuh"
 
 #if VOX_BACKEND_CUDA
 namespace vox::detail::filt {
 VOX_BOX_FUSED(template, pass_op::min)
-VOX_BOX_SIMD(template, pass_op::min)
 }  // namespace vox::detail::filt
 #endif
