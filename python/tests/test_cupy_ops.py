@@ -126,8 +126,10 @@ def test_binary_morphology(streams):
 def test_reductions_and_projections(streams):
     a = random_array(SHAPE, "float32", 12)
     x = cupy.asarray(a)
-    np.testing.assert_allclose(vs.sum(x, streams=streams).get(), a.astype(np.float64).sum(),
-                               rtol=1e-9)
+    # float32 voxels are added in pairs of floats before the double accumulation (reduce.hpp):
+    # the error bound is relative to the sum of magnitudes, as the C++ tests take it
+    a64 = a.astype(np.float64)
+    assert abs(vs.sum(x, streams=streams).get() - a64.sum()) <= 3e-7 * np.abs(a64).sum()
     assert vs.min(x, streams=streams).get() == a.min()
     assert vs.max(x, streams=streams).get() == a.max()
     assert np.array_equal(host(vs.max_projection(x, 0, streams=streams)).reshape(-1),

@@ -639,7 +639,9 @@ TEST_F(ToolTest, StaleTemporariesOfTheOutputAreSwept) {
   EXPECT_FALSE(fs::exists(path(".q.nrrd.tmp" + dead + ".0")));
 }
 
-TEST_F(ToolTest, UnwritableOutputFailsBeforeAnyWork) {
+// "Timing" in the name: a wall-clock bound, so the GPU check runs it with the timed tests, one
+// at a time (five processes each starting a CUDA context took 5.35 s among ten parallel tests).
+TEST_F(ToolTest, TimingUnwritableOutputFailsBeforeAnyWork) {
   phantom("p.nrrd", "64", 0.1);
   const auto t0 = std::chrono::steady_clock::now();
   // Each of these would compute for seconds before writing.
