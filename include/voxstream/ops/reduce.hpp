@@ -62,7 +62,12 @@ class async_value {
   /// @brief Releases the current result (stream-ordered free), then takes `o`'s.
   async_value& operator=(async_value&& o) noexcept {
     if (this != &o) {
-      async_value old(std::move(*this));  // freed in member order: slot before its stream
+      // The current result goes first, as the destructor would free it: the event, then the
+      // slot (a stream-ordered free on its stream), then that stream. (Reset in place rather
+      // than moved into a local: g++ 12 -O1 and 13 -O3 warned of a maybe-uninitialized buffer
+      // in the local's inlined destructor.)
+      done_.reset();
+      slot_.reset();
       stream_ = std::move(o.stream_);
       slot_ = std::move(o.slot_);
       done_ = std::move(o.done_);
