@@ -28,6 +28,7 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/border_ref.hpp"
 #include "../common/compare.hpp"
 #include "../common/random.hpp"
 #include "../common/stream_sets.hpp"
@@ -68,33 +69,8 @@ double scale_of(const std::vector<T>& v, double cval) {
 
 // ---- reference -------------------------------------------------------------------------------
 
-/// scipy's border extension, written out case by case (independent of vox::map_border).
-idx ref_map(idx i, idx n, border m) {
-  if (i >= 0 && i < n) return i;
-  switch (m) {
-    case border::nearest:
-      return i < 0 ? 0 : n - 1;
-    case border::constant:
-      return -1;
-    case border::wrap:
-      return ((i % n) + n) % n;
-    default:
-      while (i < 0 || i >= n) i = i < 0 ? -i - 1 : 2 * n - 1 - i;
-      return i;
-  }
-}
-
-/// A value stored in voxel type T, as scipy's C cast stores it (truncation for integers).
-template <class T>
-double quant(double v) {
-  if constexpr (std::is_integral_v<T>) {
-    const double t = std::trunc(v);
-    return std::clamp(t, double(std::numeric_limits<T>::lowest()),
-                      double(std::numeric_limits<T>::max()));
-  } else {
-    return static_cast<double>(static_cast<T>(v));
-  }
-}
+using vox_test::quant;
+using vox_test::ref_map;
 
 template <class T>
 std::vector<double> to_double(const std::vector<T>& v) {

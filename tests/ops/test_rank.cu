@@ -20,6 +20,7 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../common/border_ref.hpp"
 #include "../common/compare.hpp"
 #include "../common/random.hpp"
 #include "../common/stream_sets.hpp"
@@ -41,31 +42,8 @@ using vox_test::stream_config;
 const border all_modes[] = {border::reflect, border::nearest, border::constant, border::wrap};
 const stream_config three{3, vox::slice_mapping::contiguous, true};
 
-idx ref_map(idx i, idx n, border m) {
-  if (i >= 0 && i < n) return i;
-  switch (m) {
-    case border::nearest:
-      return i < 0 ? 0 : n - 1;
-    case border::constant:
-      return -1;
-    case border::wrap:
-      return ((i % n) + n) % n;
-    default:
-      while (i < 0 || i >= n) i = i < 0 ? -i - 1 : 2 * n - 1 - i;
-      return i;
-  }
-}
-
-/// cval stored in T as the library documents it (truncated toward zero, saturated).
-template <class T>
-double quant(double v) {
-  if constexpr (std::is_integral_v<T>) {
-    return std::clamp(std::trunc(v), double(std::numeric_limits<T>::lowest()),
-                      double(std::numeric_limits<T>::max()));
-  } else {
-    return static_cast<double>(static_cast<T>(v));
-  }
-}
+using vox_test::quant;
+using vox_test::ref_map;
 
 vox::filter_options opts(border m, int dims, double cval = 0.0) {
   vox::filter_options o;
