@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "detail/common.cuh"
 #include "../detail/voxel_types.hpp"
+#include "../exec/stream_cache.hpp"
 
 namespace vox {
 
@@ -25,6 +27,10 @@ inline constexpr std::size_t hist_smem_bins = 8192;
 inline constexpr std::size_t hist_min_items = 64;
 /// Row groups of the combine: each thread sums rows / groups partial rows, 8 loads in flight.
 inline constexpr std::size_t hist_combine_groups = 512;
+/// Bins up to which a one-slab histogram adds each block's shared-memory counts straight into
+/// the device counts (one global atomic per non-empty bin and block: at most a wave of 1056
+/// blocks on an H200 times 1024 bins), with no partial rows and no combine launch.
+inline constexpr std::size_t hist_direct_bins = 1024;
 /// Largest bin count accepted.
 inline constexpr std::size_t hist_max_bins = std::size_t{1} << 28;
 /// Largest per-block partial array (uint32 entries, 64 MiB) of the privatised path; beyond it
@@ -72,10 +78,12 @@ struct smem_hist_visitor {
   }
 };
 
-/// One privatised histogram per block in shared memory, written to partial[blockIdx.x][bins].
-template <class T, bool Wide>
+/// One privatised histogram per block in shared memory, written to partial[blockIdx.x][bins]
+/// (Direct: added into counts[bins] with one atomic per non-empty bin instead).
+template <class T, bool Wide, bool Direct>
 __global__ void __launch_bounds__(op_threads)
-    hist_smem_kernel(const T* data, std::size_t n, bin_rule rule, unsigned* partial) {
+    hist_smem_kernel(const T* data, std::size_t n, bin_rule rule, unsigned* partial,
+                     unsigned long long* counts) {
   extern __shared__ unsigned sh[];
   for (unsigned b = threadIdx.x; b < rule.bins; b += op_threads) sh[b] = 0;
   __syncthreads();
@@ -84,8 +92,13 @@ __global__ void __launch_bounds__(op_threads)
   smem_hist_visitor<T, Wide> vis{sh, rule};
   visit_range<2>(data, n, tid, nthreads, vis);
   __syncthreads();
-  unsigned* out = partial + std::size_t{blockIdx.x} * rule.bins;
-  for (unsigned b = threadIdx.x; b < rule.bins; b += op_threads) out[b] = sh[b];
+  if constexpr (Direct) {
+    for (unsigned b = threadIdx.x; b < rule.bins; b += op_threads)
+      if (sh[b] != 0) atomicAdd(counts + b, static_cast<unsigned long long>(sh[b]));
+  } else {
+    unsigned* out = partial + std::size_t{blockIdx.x} * rule.bins;
+    for (unsigned b = threadIdx.x; b < rule.bins; b += op_threads) out[b] = sh[b];
+  }
 }
 
 /// counts[b] += sum over the rows r = blockIdx.y (mod gridDim.y) of partial[r][b].
@@ -139,14 +152,15 @@ __global__ void __launch_bounds__(op_threads)
 template <class T>
 void hist_partial_pass(stream_view s, const T* data, std::size_t n, const bin_rule& rule,
                        unsigned* partial, std::size_t blocks, const char* op) {
+  count_launch();
 #if VOX_BACKEND_CUDA
   const std::size_t smem = std::size_t{rule.bins} * sizeof(unsigned);
   if (rule.wide())
-    hist_smem_kernel<T, true>
-        <<<static_cast<unsigned>(blocks), op_threads, smem, s.value()>>>(data, n, rule, partial);
+    hist_smem_kernel<T, true, false><<<static_cast<unsigned>(blocks), op_threads, smem,
+                                       s.value()>>>(data, n, rule, partial, nullptr);
   else
-    hist_smem_kernel<T, false>
-        <<<static_cast<unsigned>(blocks), op_threads, smem, s.value()>>>(data, n, rule, partial);
+    hist_smem_kernel<T, false, false><<<static_cast<unsigned>(blocks), op_threads, smem,
+                                        s.value()>>>(data, n, rule, partial, nullptr);
   check_launch(op);
 #else
   (void)s;
@@ -169,6 +183,7 @@ void hist_partial_pass(stream_view s, const T* data, std::size_t n, const bin_ru
 /// counts[b] += sum of partial[r][b] over `rows` rows, on `s`.
 inline void hist_combine_pass(stream_view s, const unsigned* partial, std::size_t rows,
                               unsigned bins, std::uint64_t* counts, const char* op) {
+  count_launch();
 #if VOX_BACKEND_CUDA
   const unsigned gx = (bins + op_threads - 1) / op_threads;
   const auto gy = static_cast<unsigned>(std::min<std::size_t>(rows, hist_combine_groups));
@@ -188,10 +203,48 @@ inline void hist_combine_pass(stream_view s, const unsigned* partial, std::size_
 #endif
 }
 
+/// Adds the histogram of data[0, n) into `counts` (bins <= hist_direct_bins) in one launch:
+/// per-block shared-memory counts, then one atomic per block and non-empty bin. The host
+/// backend counts per chunk and adds the chunks' rows.
+template <class T>
+void hist_direct_pass(stream_view s, const T* data, std::size_t n, const bin_rule& rule,
+                      std::uint64_t* counts, const char* op) {
+  const std::size_t blocks = pass_blocks(n, hist_min_items, op);
+#if VOX_BACKEND_CUDA
+  count_launch();
+  const std::size_t smem = std::size_t{rule.bins} * sizeof(unsigned);
+  auto* c = reinterpret_cast<unsigned long long*>(counts);
+  if (rule.wide())
+    hist_smem_kernel<T, true, true><<<static_cast<unsigned>(blocks), op_threads, smem,
+                                      s.value()>>>(data, n, rule, nullptr, c);
+  else
+    hist_smem_kernel<T, false, true><<<static_cast<unsigned>(blocks), op_threads, smem,
+                                       s.value()>>>(data, n, rule, nullptr, c);
+  check_launch(op);
+#else
+  (void)s;
+  count_launch();
+  const auto nb = static_cast<std::ptrdiff_t>(blocks);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t blk = 0; blk < nb; ++blk) {
+    std::vector<std::uint64_t> row(rule.bins, 0);
+    const std::size_t lo = n * static_cast<std::size_t>(blk) / blocks;
+    const std::size_t hi = n * static_cast<std::size_t>(blk + 1) / blocks;
+    for (std::size_t i = lo; i < hi; ++i) {
+      const unsigned b = rule(static_cast<double>(data[i]));
+      if (b < rule.bins) ++row[b];
+    }
+#pragma omp critical(vox_histogram_direct)
+    for (unsigned b = 0; b < rule.bins; ++b) counts[b] += row[b];
+  }
+#endif
+}
+
 /// Adds the histogram of data[0, n) straight into `counts` (zeroed before the first slab).
 template <class T>
 void hist_global_pass(stream_view s, const T* data, std::size_t n, const bin_rule& rule,
                       std::uint64_t* counts, const char* op) {
+  count_launch();
 #if VOX_BACKEND_CUDA
   const std::size_t blocks = pass_blocks(n, 16, op);
   auto* c = reinterpret_cast<unsigned long long*>(counts);
@@ -239,6 +292,45 @@ histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t
   const std::vector<slab> plan = iops::reduction_plan(streams, e.z, slice * sizeof(T));
   const std::size_t c = plan.front().stream;
   const T* src = in.data();
+
+  if (plan.size() == 1) {
+    // One slab (the policy's choice up to ~2 ms of reading): everything on its stream in one
+    // run_op, one event, and for up to hist_direct_bins bins one launch with no scratch; more
+    // bins take their partial rows from the stream's cached scratch (issue 17: the host cost of
+    // an op must not grow with the set).
+    exec::slice_ledger done(1);
+    std::optional<device_buffer<std::uint64_t>> counts;
+    const std::size_t n = e.voxels();
+    exec::run_op(streams, op, plan, {read(in), iops::done_access(done)},
+                 [&](stream_view s, const slab&) {
+                   counts.emplace(bins, s);
+                   iops::zero_async(counts->data(), counts->bytes(), s, op);
+                   std::uint64_t* dst = counts->data();
+                   const std::size_t blocks = iops::pass_blocks(n, iops::hist_min_items, op);
+                   if (bins <= iops::hist_direct_bins) {
+                     iops::hist_direct_pass(s, src, n, rule, dst, op);
+                   } else if (bins <= iops::hist_smem_bins &&
+                              blocks * bins <= iops::hist_max_partials) {
+                     std::optional<device_buffer<unsigned>> temp;
+                     unsigned* part = nullptr;
+                     if (detail::cache_allowed() && !detail::stream_capturing(s, op)) {
+                       part = reinterpret_cast<unsigned*>(
+                           static_cast<unsigned char*>(detail::stream_scratch(
+                               s, blocks * bins * sizeof(unsigned), op)) +
+                           detail::scratch_head_bytes);
+                     } else {
+                       temp.emplace(blocks * bins, s);
+                       part = temp->data();
+                     }
+                     iops::hist_partial_pass(s, src, n, rule, part, blocks, op);
+                     iops::hist_combine_pass(s, part, blocks, rule.bins, dst, op);
+                   } else {
+                     iops::hist_global_pass(s, src, n, rule, dst, op);
+                   }
+                 });
+    const exec::mark m = done.entry(0).writer;
+    return histogram_counts(m.stream, std::move(*counts), m.event, lo, hi);
+  }
 
   device_buffer<std::uint64_t> counts(bins, streams.stream(c));
   iops::zero_async(counts.data(), counts.bytes(), streams.stream(c), op);

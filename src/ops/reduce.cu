@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -196,15 +197,18 @@ void reduce_slab_slices(stream_view s, const T* in, std::size_t slice, std::size
                               slice_threads, 0, s.value()>>>(in + z0 * slice, slice, r,
                                                              part + z0 * parts);
     check_launch(op);
+    count_launch();
   }
   constexpr unsigned warps = 8;
   slice_combine_kernel<<<static_cast<unsigned>((slices + warps - 1) / warps), warps * 32, 0,
                          s.value()>>>(part, parts, slices, slice, r, out);
   check_launch(op);
+  count_launch();
 #else
   (void)s;
   (void)part;
   (void)op;
+  count_launch();
   const auto m = static_cast<std::ptrdiff_t>(slices);
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t z = 0; z < m; ++z) {
@@ -320,9 +324,28 @@ void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out
   std::vector<std::size_t> offset(plan.size() + 1, 0);
   for (std::size_t i = 0; i < plan.size(); ++i)
     offset[i + 1] = offset[i] + iops::slice_parts(slice, plan[i].depth(), op) * plan[i].depth();
-  iops::scratch<double> part(streams, plan.front().stream, offset.back(), slices, false, op);
   const T* src = in.data();
   double* dst = out.data();
+  if (plan.size() == 1) {
+    // One slab: its partials in the stream's cached scratch (no allocation once warm), one
+    // run_op and one event whatever the set's size (issue 17).
+    const std::size_t bytes = offset.back() * sizeof(double);
+    exec::run_op(streams, op, plan, {read(in), write(out)}, [&](stream_view s, const slab&) {
+      std::optional<device_buffer<double>> temp;
+      double* parts = nullptr;
+      if (detail::cache_allowed() && !detail::stream_capturing(s, op)) {
+        parts = reinterpret_cast<double*>(static_cast<unsigned char*>(
+                                              detail::stream_scratch(s, bytes, op)) +
+                                          detail::scratch_head_bytes);
+      } else {
+        temp.emplace(std::max<std::size_t>(offset.back(), 1), s);
+        parts = temp->data();
+      }
+      iops::reduce_slab_slices(s, src, slice, slices, parts, dst, r, op);
+    });
+    return;
+  }
+  iops::scratch<double> part(streams, plan.front().stream, offset.back(), slices, false, op);
   double* parts = part.data();
   exec::run_op(streams, op, plan, {read(in), write(out), part.slabs(exec::access_mode::write)},
                [&](stream_view s, const slab& w) {

@@ -17,6 +17,7 @@
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/io/transfer.hpp>
 #include <voxstream/ops/elementwise.hpp>
+#include <voxstream/ops/histogram.hpp>
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
 
@@ -519,6 +520,56 @@ TEST_P(ReduceCalls, AWarmNormalizeIsTwoLaunchesAndOneEvent) {
   const double scale = 2.0 / (ref.max - ref.min);
   for (std::size_t i = 0; i < h.size(); ++i)
     ASSERT_NEAR(got[i], (static_cast<double>(h[i]) - ref.min) * scale, 1e-5) << i;
+}
+
+// The histogram and the per-slice reductions on one slab: one run_op on one stream, one event
+// and no wait whatever the set's size; once the stream's scratch is warm the only pool call is
+// the histogram's counts (its result). Up to 1024 bins the histogram is one launch.
+TEST_P(ReduceCalls, AWarmHistogramAndPerSliceReductionAreOneEventWithoutScratch) {
+  using namespace reduce_test;
+  vox::stream_set s(GetParam());
+  const auto h = random_values<float>(odd.voxels(), 47);
+  const auto in = make_volume(s, odd, h);
+  vox::volume<double> per(s, vox::slice_reduction_extent(odd), -9.0);
+  const auto expect_hist = [&](std::size_t bins, std::size_t launches) {
+    (void)vox::histogram(s, in, bins, -100.0, 150.0).counts();  // warms the scratch
+    std::optional<vox::histogram_counts> r;
+    const calls c = count_calls(s, [&] { r.emplace(vox::histogram(s, in, bins, -100.0, 150.0)); });
+    EXPECT_EQ(c.launches, launches) << bins;
+    EXPECT_EQ(c.allocations, 1u) << bins;  // the counts
+    EXPECT_EQ(c.events, 1u) << bins;
+    EXPECT_EQ(c.waits, 0u) << bins;
+    std::vector<std::uint64_t> want(bins, 0);
+    const double scale = static_cast<double>(bins) / 250.0;
+    for (float v : h) {
+      const double d = static_cast<double>(v);
+      if (!(d >= -100.0 && d < 150.0)) continue;
+      want[std::min(static_cast<std::size_t>((d + 100.0) * scale), bins - 1)]++;
+    }
+    EXPECT_EQ(r->counts(), want) << bins;
+  };
+  expect_hist(256, 1);   // one launch: shared-memory counts added into the result
+  expect_hist(1024, 1);
+  expect_hist(4096, 2);  // partial rows in the cached scratch, then their sum
+  vox::reduce_slices(s, in, per, vox::slice_reduction::sum);  // warm
+  for (const auto r : {vox::slice_reduction::sum, vox::slice_reduction::max}) {
+    const calls c = count_calls(s, [&] { vox::reduce_slices(s, in, per, r); });
+    EXPECT_EQ(c.allocations + c.frees, 0u);
+    EXPECT_EQ(c.events, 1u);
+    EXPECT_EQ(c.waits, 0u);
+    const auto got = fetch(s, per);
+    const std::size_t slice = odd.slice_voxels();
+    for (std::size_t z = 0; z < odd.z; ++z) {
+      double want = r == vox::slice_reduction::sum ? 0.0 : -1e300;
+      double abs = 0;
+      for (std::size_t i = 0; i < slice; ++i) {
+        const double v = static_cast<double>(h[z * slice + i]);
+        want = r == vox::slice_reduction::sum ? want + v : std::max(want, v);
+        abs += std::fabs(v);
+      }
+      ASSERT_NEAR(got[z], want, 1e-12 * abs + 1e-300) << z;
+    }
+  }
 }
 
 // Many results alive at once take more result slots; each keeps its own value.

@@ -92,6 +92,19 @@ inline exec::mark reader_mark(const exec::slice_ledger& l, std::size_t z, const 
   return exec::mark{};
 }
 
+/// A private one-slice ledger written by an op: run_op leaves the op's mark on its stream as
+/// the writer, which the op then reads without touching any shared ledger.
+inline exec::access done_access(exec::slice_ledger& done) {
+  exec::access a;
+  a.ledger = &done;
+  a.ext = extent3{1, 1, 1};
+  a.mode = exec::access_mode::write;
+  a.whole = true;
+  a.data = &done;
+  a.elem_bytes = 1;
+  return a;
+}
+
 /// Scratch device memory for an op, allocated stream-ordered on stream `c` of the set and
 /// tracked by a private ledger with one entry per slice of the op's input, so that run_op orders
 /// the slab streams that write it after the allocation, and the combine on `c` after them.

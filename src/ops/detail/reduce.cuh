@@ -507,19 +507,6 @@ void reduce_single(stream_view s, const T* data, std::size_t n, const reduce_ctx
   after(static_cast<const result*>(dst));
 }
 
-/// A private one-slice ledger written by an op: run_op leaves the op's mark on its stream as
-/// the writer, which the op then reads without touching any shared ledger.
-inline exec::access done_access(exec::slice_ledger& done) {
-  exec::access a;
-  a.ledger = &done;
-  a.ext = extent3{1, 1, 1};
-  a.mode = exec::access_mode::write;
-  a.whole = true;
-  a.data = &done;
-  a.elem_bytes = 1;
-  return a;
-}
-
 /// The two phases of a whole-volume reduction of `in` (see reduce.hpp), the result written to
 /// `dst` on stream `c` = reduction_plan(...).front().stream, the stream of the set's first slab.
 /// Phase 2 also declares `extra` accesses (e.g. the write of a scratch that holds `dst`). Returns
