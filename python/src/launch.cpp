@@ -4,10 +4,10 @@
 // package extracts it) launched with cuLaunchKernel once per slice on the slice's stream, inside
 // exec::run_op: the ledger orders the launches against every other op by events only, exactly
 // as vox::launch_per_slice's direct path does. The driver's entry points are found through the
-// runtime (cudaGetDriverEntryPointByVersion), so the module does not link libcuda. The runtime
-// cannot launch a CUfunction (it takes symbols and cudaKernel_t only), so the C++ template's
-// cached per-slice graph, built from runtime kernel nodes, is not used here: under capture and
-// in graphs the launches are recorded as they are.
+// runtime (cudaGetDriverEntryPointByVersion), so the module does not link libcuda. By default
+// (graph=True, as in C++) the launches run as the set's cached per-slice graph instead, its
+// nodes built as driver kernel nodes of the CUfunction (detail::slice_launch::driver_function)
+// where detail::use_slice_graph allows it; under capture the launches are recorded as they are.
 //
 // On the host backend there is no CUDA kernel: the "kernel" is a Python callable that the
 // package calls per slice with numpy views (python/voxstream/_launch.py), run inside the same
@@ -284,7 +284,7 @@ std::size_t launch_per_slice(StreamSet& ss, nb::object kernel, xyz grid, xyz blo
   const driver_api& api = driver();
   check_params(f, l.sizes);
   VOX_EXPECTS(smem <= 0xffffffffu, op_name, "dynamic shared memory is too large");
-  // The graph path (opt-in): vox::launch_per_slice's cached graph of per-slice kernel nodes, on
+  // The graph path (the default): vox::launch_per_slice's cached graph of per-slice kernel nodes, on
   // stream 0 of the set, where detail::use_slice_graph allows it (enough slices, independent
   // slices, no capture); otherwise the direct launches below.
   std::vector<unsigned char> sliced(acc_specs.size(), 0);
@@ -437,7 +437,7 @@ void bind_launch(nb::module_& m) {
 
   m.def("_launch_per_slice", &launch_per_slice, nb::arg("streams"), nb::arg("kernel"),
         nb::arg("grid"), nb::arg("block"), nb::arg("shared_mem"), nb::arg("accesses"),
-        nb::arg("params"), nb::arg("graph") = false);
+        nb::arg("params"), nb::arg("graph") = true);
   m.def("_occupancy", &occupancy, nb::arg("kernel"), nb::arg("grid"), nb::arg("block"),
         nb::arg("shared_mem") = 0);
   m.def("_occupancy_report", &vox::make_occupancy_report, nb::arg("blocks_per_sm"),

@@ -77,7 +77,8 @@ def test_ops_on_cupy_equal_the_cpp_ops(streams, dtype):
     assert np.array_equal(m.to_numpy(), filter_reference("median", a, (3, 3, 3)))
 
 
-def test_launch_per_slice_raw_kernel(streams, kernels):
+@pytest.mark.parametrize("graph", [True, False])  # the default: the cached graph; direct
+def test_launch_per_slice_raw_kernel(streams, kernels, graph):
     per_slice, whole = kernels
     a = random_array((40, 37, 45), "float32", 5)
     x = cupy.asarray(a)
@@ -87,7 +88,7 @@ def test_launch_per_slice_raw_kernel(streams, kernels):
     n = vs.launch_per_slice(per_slice, grid, block,
                             [vs.slice_ptr(vs.read_access(x)), vs.slice_ptr(vs.write_access(out)),
                              np.uint64(nx), np.uint64(ny), vs.slice_index, np.float32(2.0)],
-                            streams=streams)
+                            streams=streams, graph=graph)
     assert n == nz
     # f = 2: the product is exact, so a contracted multiply-add rounds as numpy does.
     assert np.array_equal(cupy.asnumpy(out), reference(a, 2.0))
@@ -95,7 +96,7 @@ def test_launch_per_slice_raw_kernel(streams, kernels):
     v = vs.zeros(a.shape, "float32", streams)
     vs.launch_per_slice(whole, grid, block,
                         [vs.read_access(x), vs.write_access(v), np.int32(nx), np.int32(ny),
-                         vs.slice_index32, np.float32(-1.0)])
+                         vs.slice_index32, np.float32(-1.0)], graph=graph)
     assert np.array_equal(v.to_numpy(), reference(a, -1.0))
 
 
@@ -282,3 +283,41 @@ def test_graph_capture_wrapping_inside_is_refused_and_leaves_the_capture_valid(k
     assert len(errors) == 1 and "before the capture begins" in errors[0]
     graph.launch(stream)
     stream.synchronize()
+
+
+def test_stream_process_through_device_slabs(tmp_path):
+    # numpy source and sink (host memory) streamed through device slabs with a Python pipeline:
+    # equal to the whole-volume op; then file to file; then an exception from the callback.
+    s = vs.StreamSet(4)
+    a = random_array((37, 40, 33), "float32", 12)
+    out = np.full(a.shape, np.nan, np.float32)
+
+    def gauss(streams, src, dst, info):
+        assert streams is s
+        vs.gaussian_filter(src, 1.0, out=dst, truncate=3.0)
+
+    rep = vs.stream_process(a, out, gauss, slab=8, halo=3, streams=s)
+    want = vs.gaussian_filter(cupy.asarray(a), 1.0, truncate=3.0, streams=s).to_numpy()
+    assert np.array_equal(out, want)
+    assert rep["slabs"] >= 5 and rep["bytes_uploaded"] == a.nbytes
+    assert rep["bytes_downloaded"] == out.nbytes
+
+    src, dst = tmp_path / "in.nrrd", tmp_path / "out.nrrd"
+    vs.write(src, vs.asvolume(cupy.asarray(a), s))
+
+    def thr(streams, x, y, info):
+        vs.threshold(x, 10, out=y)
+
+    vs.stream_process(src, dst, thr, slab=8, dtype="uint8", streams=s)
+    assert np.array_equal(vs.read(dst, s).to_numpy(), (a > 10).astype(np.uint8))
+
+    never = tmp_path / "never.nrrd"
+
+    def boom(streams, x, y, info):
+        if info.index == 1:
+            raise KeyError("slab 1")
+        vs.copy(x, out=y)
+
+    with pytest.raises(KeyError, match="slab 1"):
+        vs.stream_process(a, never, boom, slab=8, streams=s)
+    assert not never.exists()

@@ -151,7 +151,7 @@ def _value(x):
     return a.tobytes(), a.dtype.alignment
 
 
-def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0, *, graph=False):
+def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0, *, graph=True):
     """Launches ``kernel`` once per z-slice with ``grid`` x ``block`` (CUDA order (x, y, z), an
     int or a tuple) on the slice's stream of ``streams`` (default: that of the first Volume
     argument, else the default set), ordered by the volumes' ledgers. Asynchronous. Returns the
@@ -163,12 +163,14 @@ def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0, *, g
     stream's slab, with numpy views for the accesses (read accesses read-only), z for
     slice_index and the scalars as given; grid, block and shared_mem are checked, not used.
 
-    graph=True (cuda backend): the launches run as vox::launch_per_slice's cached CUDA graph of
-    per-slice kernel nodes (32 independent chains) on stream 0 of the set, where the C++
-    template would use it (at least 8 slices, slices independent, no capture going on);
-    otherwise, and by default, one launch per slice on the slice's stream. The set caches the
-    graph per kernel, configuration, slice count and argument layout, so the kernel object is
-    kept alive for the rest of the process once launched this way.
+    graph (cuda backend; default True, as vox::launch_per_slice in C++): where the C++ template
+    would use it (the set's per_slice_graphs option on, at least 8 slices, slices independent,
+    no capture going on) the launches run as the set's cached CUDA graph of per-slice kernel
+    nodes (32 independent chains) on stream 0 of the set: one graph launch instead of a
+    cuLaunchKernel per slice (the seed's 32 small slices: 0.133 ms instead of 0.308 ms on an
+    H200). The set caches the graph per kernel, configuration, slice count and argument layout,
+    so a kernel launched this way is kept alive for the rest of the process (as CuPy keeps its
+    compiled modules). graph=False: always one launch per slice on the slice's stream.
     """
     from . import _Call, backend, default_streams  # noqa: PLC0415 (the package imports us)
 
