@@ -2,6 +2,8 @@
 // Sobel and gradient magnitude are in filter_sobel.cu, median in filter_median.cu.
 #include <voxstream/ops/filter.hpp>
 
+#include <voxstream/memory/device_buffer.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -477,46 +479,52 @@ __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 3 : 2
   }
 }
 
+/// Enqueues the fused xy pass of slab `w` of a volume of extent `e` on `s`: src -> dst.
+template <class T, class F, int R, bool EXACT>
+void enqueue_gauss_xy(stream_view s, const slab& w, const extent3& e, const T* src, F* dst,
+                      const filter_options& o, const gauss_taps<F, R>& wx,
+                      const gauss_taps<F, R>& wy, int dev, const char* op) {
+  const F cval = static_cast<F>(o.cval);
+  const march_geom g = make_march(e, w, gx_tile, gauss_tile_y<F>());
+  const dim3u gr = march_grid(g);
+  const dim3 grid(gr.x, gr.y, gr.z);
+  // if constexpr: the register-prefetch kernel is not instantiated where the asynchronous one
+  // serves.
+  if constexpr (gauss_xy_async_serves<T, F, R>()) {
+    constexpr std::size_t dyn = gauss_async_dyn_bytes<T, F, R>();
+    auto* k = gauss_xy_async_kernel<T, F, R, EXACT>;
+    if constexpr (dyn > 0) {
+      // Once per device and kernel (the attribute stays set): the call cost several µs of host
+      // time per launch.
+      static std::atomic<std::uint64_t> set_on{0};  // bit d: device d
+      const std::uint64_t bit = dev >= 0 && dev < 64 ? std::uint64_t{1} << dev : std::uint64_t{0};
+      if (bit == 0 || (set_on.load(std::memory_order_acquire) & bit) == 0) {
+        VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(dyn)),
+                     op);
+        set_on.fetch_or(bit, std::memory_order_acq_rel);
+      }
+    }
+    k<<<grid, gx_threads, dyn, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
+  } else {
+    gauss_xy_kernel<T, F, R, EXACT>
+        <<<grid, gx_threads, 0, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
+  }
+  detail::check_launch(op);
+}
+
 template <class T, class F, int R, bool EXACT>
 void run_gauss_xy(stream_set& streams, const char* op, const volume<T>& in, volume<F>& out,
                   const filter_options& o, double sx, idx_t rx, double sy, idx_t ry,
                   const std::vector<slab>& plan) {
   const extent3 e = in.extent();
   const gauss_taps<F, R> wx = make_taps<F, R>(sx, rx), wy = make_taps<F, R>(sy, ry);
-  const F cval = static_cast<F>(o.cval);
   const T* src = in.data();
   F* dst = out.data();
+  const int dev = streams.device();
   exec::run_op(streams, op, plan, {vox::read(in), vox::write(out)},
                [&](stream_view s, const slab& w) {
-                 const march_geom g = make_march(e, w, gx_tile, gauss_tile_y<F>());
-                 const dim3u gr = march_grid(g);
-                 const dim3 grid(gr.x, gr.y, gr.z);
-                 // if constexpr: the register-prefetch kernel is not instantiated where the
-                 // asynchronous one serves.
-                 if constexpr (gauss_xy_async_serves<T, F, R>()) {
-                   constexpr std::size_t dyn = gauss_async_dyn_bytes<T, F, R>();
-                   auto* k = gauss_xy_async_kernel<T, F, R, EXACT>;
-                   if constexpr (dyn > 0) {
-                     // Once per device and kernel (the attribute stays set): the call cost
-                     // several µs of host time per launch.
-                     static std::atomic<std::uint64_t> set_on{0};  // bit d: device d
-                     const int dev = streams.device();
-                     const std::uint64_t bit =
-                         dev >= 0 && dev < 64 ? std::uint64_t{1} << dev : std::uint64_t{0};
-                     if (bit == 0 || (set_on.load(std::memory_order_acquire) & bit) == 0) {
-                       VOX_CUDA_TRY(cudaFuncSetAttribute(
-                                        k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(dyn)),
-                                    op);
-                       set_on.fetch_or(bit, std::memory_order_acq_rel);
-                     }
-                   }
-                   k<<<grid, gx_threads, dyn, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
-                 } else {
-                   gauss_xy_kernel<T, F, R, EXACT><<<grid, gx_threads, 0, s.value()>>>(
-                       src, dst, g, o.mode, cval, wx, wy);
-                 }
-                 detail::check_launch(op);
+                 enqueue_gauss_xy<T, F, R, EXACT>(s, w, e, src, dst, o, wx, wy, dev, op);
                });
 }
 
@@ -525,23 +533,30 @@ void run_gauss_xy(stream_set& streams, const char* op, const volume<T>& in, volu
 /// streams would double a radius-8 pass's reads).
 inline idx_t gauss_z_depth(idx_t rz) { return std::max<idx_t>(16, 8 * rz); }
 
+/// Enqueues the z pass of slab `w` of a volume of extent `e` on `s`: src -> dst (src holds
+/// the slab's z halo).
+template <class F, int R, bool EXACT>
+void enqueue_gauss_z(stream_view s, const slab& w, const extent3& e, const F* src, F* dst,
+                     const filter_options& o, const gauss_taps<F, R>& wz, idx_t rz,
+                     const char* op) {
+  const F cval = static_cast<F>(o.cval);
+  const march_geom g = make_march(e, w, st_tx, st_ty, gauss_z_depth(rz));
+  const dim3u gr = march_grid(g);
+  gauss_z_kernel<F, R, EXACT><<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(
+      src, dst, g, o.mode, cval, wz);
+  detail::check_launch(op);
+}
+
 template <class F, int R, bool EXACT>
 void run_gauss_z(stream_set& streams, const char* op, const volume<F>& in, volume<F>& out,
                  const filter_options& o, double sz, idx_t rz, const std::vector<slab>& plan) {
   const extent3 e = in.extent();
   const gauss_taps<F, R> wz = make_taps<F, R>(sz, rz);
-  const F cval = static_cast<F>(o.cval);
   const F* src = in.data();
   F* dst = out.data();
-  const idx_t deep = gauss_z_depth(rz);
   exec::run_op(streams, op, plan, {vox::read(in, z_halo(rz, e)), vox::write(out)},
                [&](stream_view s, const slab& w) {
-                 const march_geom g = make_march(e, w, st_tx, st_ty, deep);
-                 const dim3u gr = march_grid(g);
-                 gauss_z_kernel<F, R, EXACT>
-                     <<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(
-                         src, dst, g, o.mode, cval, wz);
-                 detail::check_launch(op);
+                 enqueue_gauss_z<F, R, EXACT>(s, w, e, src, dst, o, wz, rz, op);
                });
 }
 
@@ -600,6 +615,34 @@ void gauss_z_dispatch(int bucket, stream_set& streams, const char* op, const vol
                                                             plan);
   });
 }
+
+/// The 3D Gaussian on a one-slab plan: both passes in one run_op on the slab's stream, the
+/// intermediate a stream-ordered buffer there (no volume, ledger or cross-stream event for it):
+/// one event and two launches whatever the set's size (issue 17).
+template <class T, class F>
+void gauss_one_slab(int bxy, int bz, stream_set& streams, const char* op, const volume<T>& in,
+                    volume<F>& out, const filter_options& o, const double* sg, const idx_t* r,
+                    const std::vector<slab>& plan) {
+  const extent3 e = in.extent();
+  const T* src = in.data();
+  F* dst = out.data();
+  const int dev = streams.device();
+  exec::run_op(streams, op, plan, {vox::read(in), vox::write(out)},
+               [&](stream_view s, const slab& w) {
+                 device_buffer<F> t(e.voxels(), s);
+                 gauss_by_bucket<F>(bxy, r[0] == bxy && r[1] == bxy, [&](auto rt, auto et) {
+                   constexpr int R = decltype(rt)::value;
+                   enqueue_gauss_xy<T, F, R, decltype(et)::value>(
+                       s, w, e, src, t.data(), o, make_taps<F, R>(sg[0], r[0]),
+                       make_taps<F, R>(sg[1], r[1]), dev, op);
+                 });
+                 gauss_by_bucket<F>(bz, r[2] == bz, [&](auto rt, auto et) {
+                   constexpr int R = decltype(rt)::value;
+                   enqueue_gauss_z<F, R, decltype(et)::value>(
+                       s, w, e, t.data(), dst, o, make_taps<F, R>(sg[2], r[2]), r[2], op);
+                 });
+               });
+}
 #endif  // VOX_BACKEND_CUDA
 
 template <class T>
@@ -636,6 +679,8 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
         o.dims == 3 ? static_cast<std::size_t>(gauss_z_depth(r[2])) : 1));
     if (o.dims == 2) {
       gauss_xy_dispatch<T, F>(bxy, streams, op, in, out, o, sg, r, plan);
+    } else if (plan.size() == 1 && scratch == nullptr) {
+      gauss_one_slab<T, F>(bxy, bz, streams, op, in, out, o, sg, r, plan);
     } else {
       volume<F>& t = tmp();
       gauss_xy_dispatch<T, F>(bxy, streams, op, in, t, o, sg, r, plan);

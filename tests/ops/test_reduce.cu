@@ -17,6 +17,7 @@
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/io/transfer.hpp>
 #include <voxstream/ops/elementwise.hpp>
+#include <voxstream/ops/filter.hpp>
 #include <voxstream/ops/histogram.hpp>
 #include <voxstream/ops/reduce.hpp>
 #include <voxstream/volume.hpp>
@@ -569,6 +570,27 @@ TEST_P(ReduceCalls, AWarmHistogramAndPerSliceReductionAreOneEventWithoutScratch)
       }
       ASSERT_NEAR(got[z], want, 1e-12 * abs + 1e-300) << z;
     }
+  }
+}
+
+// The 3D Gaussian on one slab (CUDA): both passes on the slab's stream in one run_op, its
+// intermediate a stream-ordered buffer there: one event, no wait, whatever the set's size; the
+// result equals that of a caller-owned scratch (the two-op path) bit for bit.
+TEST_P(ReduceCalls, TheGaussianOnOneSlabIsOneEvent) {
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the one-slab fused path is the cuda backend's";
+  using namespace reduce_test;
+  vox::stream_set s(GetParam());
+  const auto h = random_values<float>(odd.voxels(), 53);
+  const auto in = make_volume(s, odd, h);
+  vox::volume<float> out(s, odd, -7.0f), ref(s, odd, -9.0f), scratch(s, odd, 0.0f);
+  for (const vox::sigma3 sg : {vox::sigma3{2.0, 2.0, 2.0}, vox::sigma3{1.0, 1.5, 3.0}}) {
+    vox::gaussian(s, in, out, sg);  // warm
+    s.synchronize();
+    const calls c = count_calls(s, [&] { vox::gaussian(s, in, out, sg); });
+    EXPECT_EQ(c.events, 1u);
+    EXPECT_EQ(c.waits, 0u);
+    vox::gaussian(s, in, ref, scratch, sg);
+    EXPECT_EQ(fetch(s, out), fetch(s, ref));
   }
 }
 
