@@ -22,11 +22,13 @@ namespace vox::detail {
       ::vox::detail::throw_cuda(vox_err_, (op), #call, __FILE__, __LINE__);          \
   } while (0)
 
-/// @brief Like VOX_CUDA_TRY, but for destructors: logs instead of throwing.
+/// @brief Like VOX_CUDA_TRY, but for destructors: logs instead of throwing. Silent when the
+///        runtime is unloading (a static object destroyed at process exit, e.g. from Python's
+///        teardown): the driver frees everything then, so there is nothing to report.
 #define VOX_CUDA_LOG(call, op)                                                       \
   do {                                                                               \
     const cudaError_t vox_err_ = (call);                                             \
-    if (vox_err_ != cudaSuccess)                                                     \
+    if (vox_err_ != cudaSuccess && vox_err_ != cudaErrorCudartUnloading)             \
       ::vox::detail::log_error((op), std::string(#call) + ": " + cudaGetErrorName(vox_err_)); \
   } while (0)
 #endif
