@@ -127,7 +127,7 @@ AsyncValue statistics(Volume& in, std::size_t ddof) {
           d["mean"] = st.mean;
           d["variance"] = st.variance;
           d["std"] = st.stddev;
-          return std::move(d);
+          return nb::object(std::move(d));
         });
       },
       in.v);
