@@ -329,9 +329,18 @@ TEST(StreamCache, ThreadsReduceOnSharedAndOwnSets) {
       vox::stream_set own(1 + static_cast<std::size_t>(t));
       vox::volume<float> mine(own, in.extent(), static_cast<float>(t));
       std::deque<vox::async_value<double>> held;  // popped, not erased: no move-assignment
+      vox::volume<double> per(own, vox::slice_reduction_extent(in.extent()), -1.0);
       for (int i = 0; i < 40; ++i) {
         held.push_back(vox::sum(shared, in));
         held.push_back(vox::sum(own, mine));
+        // 4096 bins: the partial rows in the stream's cached scratch; the per-slice sums too.
+        const auto h = vox::histogram(i % 2 == 0 ? shared : own, i % 2 == 0 ? in : mine, 4096,
+                                      0.0, 8.0);
+        const std::size_t bin = i % 2 == 0 ? 128 : static_cast<std::size_t>(t) * 512;
+        if (h.counts()[bin] != in.extent().voxels()) ++wrong;
+        vox::reduce_slices(own, mine, per, vox::slice_reduction::sum);
+        for (double v : vox_test::fetch(own, per))
+          if (v != 20.0 * 12 * t) ++wrong;
         if (held.size() > 24)  // frees across
           for (int k = 0; k < 12; ++k) held.pop_front();
         if (vox::max_value(i % 2 == 0 ? shared : own, i % 2 == 0 ? in : mine).get() !=
