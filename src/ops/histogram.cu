@@ -31,6 +31,10 @@ inline constexpr std::size_t hist_combine_groups = 512;
 /// the device counts (one global atomic per non-empty bin and block: at most a wave of 1056
 /// blocks on an H200 times 1024 bins), with no partial rows and no combine launch.
 inline constexpr std::size_t hist_direct_bins = 1024;
+/// Largest partial-row array of a one-slab histogram kept in the stream's cached scratch (which
+/// stays with the stream until its set is destroyed); larger ones are allocated and freed
+/// stream-ordered per call.
+inline constexpr std::size_t hist_cached_scratch_bytes = std::size_t{8} << 20;
 /// Largest bin count accepted.
 inline constexpr std::size_t hist_max_bins = std::size_t{1} << 28;
 /// Largest per-block partial array (uint32 entries, 64 MiB) of the privatised path; beyond it
@@ -225,9 +229,10 @@ void hist_direct_pass(stream_view s, const T* data, std::size_t n, const bin_rul
   (void)s;
   count_launch();
   const auto nb = static_cast<std::ptrdiff_t>(blocks);
+  std::vector<std::uint64_t> rows(blocks * rule.bins, 0);  // before the region: no throw in it
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t blk = 0; blk < nb; ++blk) {
-    std::vector<std::uint64_t> row(rule.bins, 0);
+    std::uint64_t* row = rows.data() + static_cast<std::size_t>(blk) * rule.bins;
     const std::size_t lo = n * static_cast<std::size_t>(blk) / blocks;
     const std::size_t hi = n * static_cast<std::size_t>(blk + 1) / blocks;
     for (std::size_t i = lo; i < hi; ++i) {
@@ -295,9 +300,10 @@ histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t
 
   if (plan.size() == 1) {
     // One slab (the policy's choice up to ~2 ms of reading): everything on its stream in one
-    // run_op, one event, and for up to hist_direct_bins bins one launch with no scratch; more
-    // bins take their partial rows from the stream's cached scratch (issue 17: the host cost of
-    // an op must not grow with the set).
+    // run_op, one event, and for up to hist_direct_bins bins one launch with no scratch; up to
+    // hist_smem_bins bins a partial pass into rows (from the stream's cached scratch up to
+    // hist_cached_scratch_bytes) and their sum; more bins add with global atomics (issue 17:
+    // the host cost of an op must not grow with the set).
     exec::slice_ledger done(1);
     std::optional<device_buffer<std::uint64_t>> counts;
     const std::size_t n = e.voxels();
@@ -313,10 +319,11 @@ histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t
                               blocks * bins <= iops::hist_max_partials) {
                      std::optional<device_buffer<unsigned>> temp;
                      unsigned* part = nullptr;
-                     if (detail::cache_allowed() && !detail::stream_capturing(s, op)) {
+                     const std::size_t bytes = blocks * bins * sizeof(unsigned);
+                     if (bytes <= iops::hist_cached_scratch_bytes && detail::cache_allowed() &&
+                         !detail::stream_capturing(s, op)) {
                        part = reinterpret_cast<unsigned*>(
-                           static_cast<unsigned char*>(detail::stream_scratch(
-                               s, blocks * bins * sizeof(unsigned), op)) +
+                           static_cast<unsigned char*>(detail::stream_scratch(s, bytes, op)) +
                            detail::scratch_head_bytes);
                      } else {
                        temp.emplace(blocks * bins, s);

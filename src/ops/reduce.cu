@@ -317,9 +317,10 @@ void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out
               op, "unknown reduction");
   const std::size_t slice = in.extent().slice_voxels();
   const std::size_t slices = in.extent().z;
-  // The plan of the whole-volume reductions (the slab policy's); one scratch for every slab's partials, allocated once on the first
-  // slab's stream (an allocation per slab and stream cost about 35 us of host time each on an
-  // H200 host, more than the slab's work).
+  // The plan of the whole-volume reductions (the slab policy's). On several slabs, one scratch
+  // for every slab's partials, allocated once on the first slab's stream (an allocation per
+  // slab and stream cost about 35 us of host time each on an H200 host, more than the slab's
+  // work); on one slab, the stream's cached scratch (below).
   const std::vector<slab> plan = iops::reduction_plan(streams, slices, slice * sizeof(T));
   std::vector<std::size_t> offset(plan.size() + 1, 0);
   for (std::size_t i = 0; i < plan.size(); ++i)

@@ -1,13 +1,16 @@
 /// @file histogram.hpp
 /// @brief Fixed-bin histograms of a volume into device counts, and percentiles derived from them.
 ///
-/// vox::histogram follows the whole-volume reductions' plan (reduce.hpp): per slab on the slab
-/// streams where the set's slab policy gives several slabs, otherwise one launch over the
-/// volume on the set's first stream. On CUDA each block keeps a privatised histogram in shared
-/// memory and writes its counts to a partial row (bins above 8192, or partials above 64 MiB,
-/// add into the counts with global atomics instead); then on the first stream, joined by the
-/// ledger to the streams that wrote partials, one launch sums the rows into uint64 device
-/// counts. Nothing waits on the host until the counts are asked for (counts(), percentile()).
+/// vox::histogram follows the whole-volume reductions' plan (reduce.hpp). On one slab (the
+/// policy's choice for any volume under ~2 ms of reading) everything runs on that slab's
+/// stream with one event: on CUDA, up to 1024 bins, one launch in which each block keeps a
+/// privatised histogram in shared memory and adds it into the uint64 device counts with one
+/// atomic per non-empty bin; up to 8192 bins each block writes a partial row (in the stream's
+/// cached scratch up to 8 MiB of rows) and a second launch sums the rows; above that the
+/// voxels add into the counts with global atomics. On several slabs, each slab stream writes
+/// partial rows (or adds with global atomics above 8192 bins or 64 MiB of partials) and one
+/// launch on the first stream, joined by the ledger to the others, sums them. Nothing waits on
+/// the host until the counts are asked for (counts(), percentile()).
 #pragma once
 
 #include <cstddef>

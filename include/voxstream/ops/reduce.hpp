@@ -197,8 +197,9 @@ enum class slice_reduction : std::uint8_t { min, max, sum, mean };
 ///        slab on the slab's stream where the set's slab policy gives several slabs,
 ///        otherwise one launch over every slice on the set's first stream. Every slice is split
 ///        into parts reduced by one block each, then one warp per slice merges them in a fixed
-///        order (deterministic). The partials of all slabs share one scratch allocation on the
-///        set's first stream. Asynchronous. Throws vox::invalid_argument, with `out` untouched,
+///        order (deterministic). On one slab the partials live in the slab stream's cached
+///        scratch (no allocation once warm); on several, the partials of all slabs share one
+///        scratch allocation on the set's first stream. Asynchronous. Throws vox::invalid_argument, with `out` untouched,
 ///        if a volume is empty or out's extent is not {1, 1, in.z}.
 template <class T>
 void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out,
