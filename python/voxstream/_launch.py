@@ -169,8 +169,9 @@ def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0, *, g
     nodes (32 independent chains) on stream 0 of the set: one graph launch instead of a
     cuLaunchKernel per slice (the seed's 32 small slices: 0.133 ms instead of 0.308 ms on an
     H200). The set caches the graph per kernel, configuration, slice count and argument layout,
-    so a kernel launched this way is kept alive for the rest of the process (as CuPy keeps its
-    compiled modules). graph=False: always one launch per slice on the slice's stream.
+    so a kernel launched with graph=True over at least 8 slices is kept alive for the rest of
+    the process (as CuPy keeps its compiled modules). graph=False: always one launch per slice
+    on the slice's stream.
     """
     from . import _Call, backend, default_streams  # noqa: PLC0415 (the package imports us)
 
@@ -189,15 +190,21 @@ def launch_per_slice(kernel, grid, block, args, streams=None, shared_mem=0, *, g
                         "cuda backend)")
     call = _Call(streams)
     try:
-        if graph and handle is not None:
-            _graph_kernels.setdefault(handle, kernel)  # the cached graph holds its CUfunction
-        return _launch(call, kernel, handle, g, b, smem, args, backend, default_streams,
-                       bool(graph))
+        n = _launch(call, kernel, handle, g, b, smem, args, backend, default_streams, bool(graph))
+        if graph and handle is not None and n >= _GRAPH_MIN_SLICES:
+            # The set's cached graph may now hold the kernel's CUfunction: keep its module
+            # loaded (the caller holds the kernel during the call itself).
+            _graph_kernels.setdefault(handle, kernel)
+        return n
     finally:
         call.done(None, None)  # wrapped arrays' owner streams wait for the launches
 
 
+# Kernels that may sit in a set's cached per-slice graph, by CUfunction; never released (as
+# CuPy keeps its compiled modules). vox::per_slice_graph_min_slices: fewer slices never take
+# the graph.
 _graph_kernels = {}
+_GRAPH_MIN_SLICES = 8
 
 
 def _launch(call, kernel, handle, g, b, smem, args, backend, default_streams, graph):
