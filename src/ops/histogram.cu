@@ -152,34 +152,53 @@ __global__ void __launch_bounds__(op_threads)
 }
 #endif
 
+#if VOX_BACKEND_CUDA
+/// hist_smem_kernel over data[0, n) with `blocks` blocks on `s`: each block's counts written to
+/// partial[block][bins], or (Direct) added into counts[bins].
+template <class T, bool Direct>
+void launch_hist_smem(stream_view s, const T* data, std::size_t n, const bin_rule& rule,
+                      std::size_t blocks, unsigned* partial, std::uint64_t* counts,
+                      const char* op) {
+  const std::size_t smem = std::size_t{rule.bins} * sizeof(unsigned);
+  auto* c = reinterpret_cast<unsigned long long*>(counts);
+  if (rule.wide())
+    hist_smem_kernel<T, true, Direct><<<static_cast<unsigned>(blocks), op_threads, smem,
+                                        s.value()>>>(data, n, rule, partial, c);
+  else
+    hist_smem_kernel<T, false, Direct><<<static_cast<unsigned>(blocks), op_threads, smem,
+                                         s.value()>>>(data, n, rule, partial, c);
+  check_launch(op);
+}
+#else
+/// The host's chunk `blk` of `blocks` equal chunks of data[0, n), counted into row[bins].
+template <class T, class C>
+void count_chunk(const T* data, std::size_t n, std::size_t blk, std::size_t blocks,
+                 const bin_rule& rule, C* row) {
+  std::fill(row, row + rule.bins, C{0});
+  const std::size_t lo = n * blk / blocks;
+  const std::size_t hi = n * (blk + 1) / blocks;
+  for (std::size_t i = lo; i < hi; ++i) {
+    const unsigned b = rule(static_cast<double>(data[i]));
+    if (b < rule.bins) ++row[b];
+  }
+}
+#endif
+
 /// Per-block (CUDA) or per-chunk (host) histograms of data[0, n) into partial[blocks][bins].
 template <class T>
 void hist_partial_pass(stream_view s, const T* data, std::size_t n, const bin_rule& rule,
                        unsigned* partial, std::size_t blocks, const char* op) {
   count_launch();
 #if VOX_BACKEND_CUDA
-  const std::size_t smem = std::size_t{rule.bins} * sizeof(unsigned);
-  if (rule.wide())
-    hist_smem_kernel<T, true, false><<<static_cast<unsigned>(blocks), op_threads, smem,
-                                       s.value()>>>(data, n, rule, partial, nullptr);
-  else
-    hist_smem_kernel<T, false, false><<<static_cast<unsigned>(blocks), op_threads, smem,
-                                        s.value()>>>(data, n, rule, partial, nullptr);
-  check_launch(op);
+  launch_hist_smem<T, false>(s, data, n, rule, blocks, partial, nullptr, op);
 #else
   (void)s;
   (void)op;
   const auto nb = static_cast<std::ptrdiff_t>(blocks);
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t blk = 0; blk < nb; ++blk) {
-    unsigned* row = partial + static_cast<std::size_t>(blk) * rule.bins;
-    std::fill(row, row + rule.bins, 0u);
-    const std::size_t lo = n * static_cast<std::size_t>(blk) / blocks;
-    const std::size_t hi = n * static_cast<std::size_t>(blk + 1) / blocks;
-    for (std::size_t i = lo; i < hi; ++i) {
-      const unsigned b = rule(static_cast<double>(data[i]));
-      if (b < rule.bins) ++row[b];
-    }
+    const auto k = static_cast<std::size_t>(blk);
+    count_chunk(data, n, k, blocks, rule, partial + k * rule.bins);
   }
 #endif
 }
@@ -214,31 +233,18 @@ template <class T>
 void hist_direct_pass(stream_view s, const T* data, std::size_t n, const bin_rule& rule,
                       std::uint64_t* counts, const char* op) {
   const std::size_t blocks = pass_blocks(n, hist_min_items, op);
-#if VOX_BACKEND_CUDA
   count_launch();
-  const std::size_t smem = std::size_t{rule.bins} * sizeof(unsigned);
-  auto* c = reinterpret_cast<unsigned long long*>(counts);
-  if (rule.wide())
-    hist_smem_kernel<T, true, true><<<static_cast<unsigned>(blocks), op_threads, smem,
-                                      s.value()>>>(data, n, rule, nullptr, c);
-  else
-    hist_smem_kernel<T, false, true><<<static_cast<unsigned>(blocks), op_threads, smem,
-                                       s.value()>>>(data, n, rule, nullptr, c);
-  check_launch(op);
+#if VOX_BACKEND_CUDA
+  launch_hist_smem<T, true>(s, data, n, rule, blocks, nullptr, counts, op);
 #else
   (void)s;
-  count_launch();
+  (void)op;
   const auto nb = static_cast<std::ptrdiff_t>(blocks);
-  std::vector<std::uint64_t> rows(blocks * rule.bins, 0);  // before the region: no throw in it
+  std::vector<std::uint64_t> rows(blocks * rule.bins);  // before the region: no throw in it
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t blk = 0; blk < nb; ++blk) {
     std::uint64_t* row = rows.data() + static_cast<std::size_t>(blk) * rule.bins;
-    const std::size_t lo = n * static_cast<std::size_t>(blk) / blocks;
-    const std::size_t hi = n * static_cast<std::size_t>(blk + 1) / blocks;
-    for (std::size_t i = lo; i < hi; ++i) {
-      const unsigned b = rule(static_cast<double>(data[i]));
-      if (b < rule.bins) ++row[b];
-    }
+    count_chunk(data, n, static_cast<std::size_t>(blk), blocks, rule, row);
 #pragma omp critical(vox_histogram_direct)
     for (unsigned b = 0; b < rule.bins; ++b) counts[b] += row[b];
   }
