@@ -12,7 +12,6 @@
 
 #include "detail/common.cuh"
 #include "../detail/voxel_types.hpp"
-#include "../exec/stream_cache.hpp"
 
 namespace vox {
 
@@ -323,18 +322,10 @@ histogram_counts histogram(stream_set& streams, const volume<T>& in, std::size_t
                      iops::hist_direct_pass(s, src, n, rule, dst, op);
                    } else if (bins <= iops::hist_smem_bins &&
                               blocks * bins <= iops::hist_max_partials) {
-                     std::optional<device_buffer<unsigned>> temp;
-                     unsigned* part = nullptr;
-                     const std::size_t bytes = blocks * bins * sizeof(unsigned);
-                     if (bytes <= iops::hist_cached_scratch_bytes && detail::cache_allowed() &&
-                         !detail::stream_capturing(s, op)) {
-                       part = reinterpret_cast<unsigned*>(
-                           static_cast<unsigned char*>(detail::stream_scratch(s, bytes, op)) +
-                           detail::scratch_head_bytes);
-                     } else {
-                       temp.emplace(blocks * bins, s);
-                       part = temp->data();
-                     }
+                     std::optional<device_buffer<unsigned char>> temp;
+                     auto* part = static_cast<unsigned*>(
+                         iops::slab_scratch(s, blocks * bins * sizeof(unsigned), temp, op,
+                                            iops::hist_cached_scratch_bytes));
                      iops::hist_partial_pass(s, src, n, rule, part, blocks, op);
                      iops::hist_combine_pass(s, part, blocks, rule.bins, dst, op);
                    } else {

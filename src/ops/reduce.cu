@@ -332,16 +332,8 @@ void reduce_slices(stream_set& streams, const volume<T>& in, volume<double>& out
     // run_op and one event whatever the set's size (issue 17).
     const std::size_t bytes = offset.back() * sizeof(double);
     exec::run_op(streams, op, plan, {read(in), write(out)}, [&](stream_view s, const slab&) {
-      std::optional<device_buffer<double>> temp;
-      double* parts = nullptr;
-      if (detail::cache_allowed() && !detail::stream_capturing(s, op)) {
-        parts = reinterpret_cast<double*>(static_cast<unsigned char*>(
-                                              detail::stream_scratch(s, bytes, op)) +
-                                          detail::scratch_head_bytes);
-      } else {
-        temp.emplace(std::max<std::size_t>(offset.back(), 1), s);
-        parts = temp->data();
-      }
+      std::optional<device_buffer<unsigned char>> temp;
+      auto* parts = static_cast<double*>(iops::slab_scratch(s, bytes, temp, op));
       iops::reduce_slab_slices(s, src, slice, slices, parts, dst, r, op);
     });
     return;

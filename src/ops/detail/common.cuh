@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <voxstream/core/error.hpp>
@@ -22,6 +23,7 @@
 #include <voxstream/ops/reduce.hpp>
 
 #include "../../detail/cuda_check.hpp"
+#include "../../exec/stream_cache.hpp"
 #include "../../memory/detail/counters.hpp"
 
 #if VOX_BACKEND_CUDA
@@ -90,6 +92,19 @@ inline exec::mark reader_mark(const exec::slice_ledger& l, std::size_t z, const 
   for (const auto& r : l.entry(z).readers)
     if (r.stream == set.state(i)) return r;
   return exec::mark{};
+}
+
+/// `bytes` of scratch for work the caller enqueues on `s` alone, inside run_op's enqueue for
+/// `s`: the stream's cached scratch (after its zero head) when the cache may be used (the pool
+/// is the current resource, no capture on `s`) and `bytes` <= `max_cached`; otherwise a
+/// stream-ordered allocation held in `temp`, freed on `s` when `temp` goes. Both backends.
+inline void* slab_scratch(stream_view s, std::size_t bytes,
+                          std::optional<device_buffer<unsigned char>>& temp, const char* op,
+                          std::size_t max_cached = static_cast<std::size_t>(-1)) {
+  if (bytes <= max_cached && cache_allowed() && !stream_capturing(s, op))
+    return static_cast<unsigned char*>(stream_scratch(s, bytes, op)) + scratch_head_bytes;
+  temp.emplace(std::max<std::size_t>(bytes, 1), s);
+  return temp->data();
 }
 
 /// A private one-slice ledger written by an op: run_op leaves the op's mark on its stream as
