@@ -414,6 +414,27 @@ double enqueue_loop(const std::string& op, Volume& in, Volume& out, std::size_t 
       in.v);
 }
 
+/// _testing.slice_graph_stats: the counters of the set's launch_per_slice graph cache (graphs
+/// built, argument updates, graph launches, evictions, graphs held), so that a test can tell
+/// which path a launch took. CUDA only: the host backend has no graphs.
+nb::dict slice_graph_stats(StreamSet& ss) {
+#if VOX_BACKEND_CUDA
+  const vox::detail::slice_graph_stats st = vox::detail::slice_graph_stats_of(*ss.set);
+  nb::dict d;
+  d["built"] = st.built;
+  d["updates"] = st.updates;
+  d["nodes_updated"] = st.nodes_updated;
+  d["launches"] = st.launches;
+  d["evictions"] = st.evictions;
+  d["cached"] = st.cached;
+  return d;
+#else
+  (void)ss;
+  throw vox::error("voxstream._testing.slice_graph_stats: not available on the host backend "
+                   "(launch_per_slice takes no CUDA graph there)");
+#endif
+}
+
 }  // namespace
 
 void bind_launch(nb::module_& m) {
@@ -448,6 +469,7 @@ void bind_launch(nb::module_& m) {
   nb::module_ t = nb::borrow<nb::module_>(m.attr("_testing"));
   t.def("enqueue_loop", &enqueue_loop, nb::arg("op"), nb::arg("input"), nb::arg("out"),
         nb::arg("n"));
+  t.def("slice_graph_stats", &slice_graph_stats, nb::arg("streams"));
 }
 
 }  // namespace voxpy

@@ -108,6 +108,8 @@ def test_launch_per_slice_graph(kernels):
     x = cupy.asarray(a)
     nz, ny, nx = a.shape
     outs = [vs.zeros(a.shape, "float32", s) for _ in range(2)]
+    stats = _voxstream._testing.slice_graph_stats
+    before = stats(s)["launches"]
     for rep in range(3):
         for out, f in zip(outs, (2.0, 0.5)):
             vs.fill(out, np.nan)
@@ -118,6 +120,19 @@ def test_launch_per_slice_graph(kernels):
                                     streams=s, graph=True)
             assert n == nz
             assert np.array_equal(out.to_numpy(), reference(a, f)), (rep, f)
+    # Each call was one launch of the cached graph, built once and updated for new arguments.
+    st = stats(s)
+    assert st["launches"] - before == 6, st
+    assert st["built"] == 1 and st["cached"] == 1, st
+    assert st["updates"] == 5, st  # every call after the first had new arguments
+    # graph=False: direct launches, no graph launch.
+    out = outs[0]
+    vs.launch_per_slice(per_slice, ((nx + 15) // 16, (ny + 15) // 16), (16, 16),
+                        [vs.slice_ptr(vs.read_access(x)), vs.slice_ptr(vs.write_access(out)),
+                         np.uint64(nx), np.uint64(ny), vs.slice_index, np.float32(3.0)],
+                        streams=s, graph=False)
+    assert np.array_equal(out.to_numpy(), reference(a, 3.0))
+    assert stats(s)["launches"] == st["launches"]
     # Fewer than 8 slices: the direct launches, same result.
     small = cupy.asarray(a[:4])
     out = cupy.empty_like(small)
@@ -126,6 +141,7 @@ def test_launch_per_slice_graph(kernels):
                          np.uint64(nx), np.uint64(ny), vs.slice_index, np.float32(2.0)],
                         streams=s, graph=True)
     assert np.array_equal(cupy.asnumpy(out), reference(a[:4], 2.0))
+    assert stats(s)["launches"] == st["launches"]
 
 
 def test_launch_checks_the_kernels_parameters(streams, kernels):

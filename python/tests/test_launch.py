@@ -162,6 +162,13 @@ def test_occupancy_needs_cuda():
 
 
 @host_only
+def test_slice_graph_stats_need_cuda(streams):
+    from voxstream import _voxstream
+    with pytest.raises(RuntimeError, match="host backend"):
+        _voxstream._testing.slice_graph_stats(streams)
+
+
+@host_only
 def test_timeline_files_and_stats(tmp_path, streams):
     trace, svg = tmp_path / "t.json", tmp_path / "t.svg"
     with vs.profile.timeline(trace, svg=svg, streams=streams, title="pytest") as t:
