@@ -5,7 +5,6 @@
 #include <voxstream/memory/device_buffer.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +20,8 @@
 #include "detail/filter_pass.cuh"
 #include "detail/march.cuh"
 #include "detail/stencil3.cuh"
+#include "../detail/shared_opt_in.hpp"
+#include "../memory/detail/counters.hpp"
 #include "../detail/voxel_types.hpp"
 
 #if VOX_BACKEND_CUDA
@@ -488,23 +489,14 @@ void enqueue_gauss_xy(stream_view s, const slab& w, const extent3& e, const T* s
   const march_geom g = make_march(e, w, gx_tile, gauss_tile_y<F>());
   const dim3u gr = march_grid(g);
   const dim3 grid(gr.x, gr.y, gr.z);
+  detail::count_launch();
   // if constexpr: the register-prefetch kernel is not instantiated where the asynchronous one
   // serves.
   if constexpr (gauss_xy_async_serves<T, F, R>()) {
     constexpr std::size_t dyn = gauss_async_dyn_bytes<T, F, R>();
     auto* k = gauss_xy_async_kernel<T, F, R, EXACT>;
-    if constexpr (dyn > 0) {
-      // Once per device and kernel (the attribute stays set): the call cost several µs of host
-      // time per launch.
-      static std::atomic<std::uint64_t> set_on{0};  // bit d: device d
-      const std::uint64_t bit = dev >= 0 && dev < 64 ? std::uint64_t{1} << dev : std::uint64_t{0};
-      if (bit == 0 || (set_on.load(std::memory_order_acquire) & bit) == 0) {
-        VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(dyn)),
-                     op);
-        set_on.fetch_or(bit, std::memory_order_acq_rel);
-      }
-    }
+    if constexpr (dyn > 0)
+      detail::opt_in_shared(reinterpret_cast<const void*>(k), dyn, dev, op);
     k<<<grid, gx_threads, dyn, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
   } else {
     gauss_xy_kernel<T, F, R, EXACT>
@@ -542,6 +534,7 @@ void enqueue_gauss_z(stream_view s, const slab& w, const extent3& e, const F* sr
   const F cval = static_cast<F>(o.cval);
   const march_geom g = make_march(e, w, st_tx, st_ty, gauss_z_depth(rz));
   const dim3u gr = march_grid(g);
+  detail::count_launch();
   gauss_z_kernel<F, R, EXACT><<<dim3(gr.x, gr.y, gr.z), dim3(st_tx, st_ty, 1), 0, s.value()>>>(
       src, dst, g, o.mode, cval, wz);
   detail::check_launch(op);
@@ -616,32 +609,35 @@ void gauss_z_dispatch(int bucket, stream_set& streams, const char* op, const vol
   });
 }
 
-/// The 3D Gaussian on a one-slab plan: both passes in one run_op on the slab's stream, the
-/// intermediate a stream-ordered buffer there (no volume, ledger or cross-stream event for it):
-/// one event and two launches whatever the set's size (issue 17).
+/// The 3D Gaussian on a one-slab plan: both passes in one run_op on the slab's stream, one event
+/// and two launches whatever the set's size (issue 17). The intermediate is the caller's scratch
+/// volume, written under this run_op, or else a stream-ordered buffer on the slab's stream (no
+/// volume, ledger or cross-stream event for it).
 template <class T, class F>
 void gauss_one_slab(int bxy, int bz, stream_set& streams, const char* op, const volume<T>& in,
-                    volume<F>& out, const filter_options& o, const double* sg, const idx_t* r,
-                    const std::vector<slab>& plan) {
+                    volume<F>& out, volume<F>* scratch, const filter_options& o, const double* sg,
+                    const idx_t* r, const std::vector<slab>& plan) {
   const extent3 e = in.extent();
   const T* src = in.data();
   F* dst = out.data();
   const int dev = streams.device();
-  exec::run_op(streams, op, plan, {vox::read(in), vox::write(out)},
-               [&](stream_view s, const slab& w) {
-                 device_buffer<F> t(e.voxels(), s);
-                 gauss_by_bucket<F>(bxy, r[0] == bxy && r[1] == bxy, [&](auto rt, auto et) {
-                   constexpr int R = decltype(rt)::value;
-                   enqueue_gauss_xy<T, F, R, decltype(et)::value>(
-                       s, w, e, src, t.data(), o, make_taps<F, R>(sg[0], r[0]),
-                       make_taps<F, R>(sg[1], r[1]), dev, op);
-                 });
-                 gauss_by_bucket<F>(bz, r[2] == bz, [&](auto rt, auto et) {
-                   constexpr int R = decltype(rt)::value;
-                   enqueue_gauss_z<F, R, decltype(et)::value>(
-                       s, w, e, t.data(), dst, o, make_taps<F, R>(sg[2], r[2]), r[2], op);
-                 });
-               });
+  std::vector<exec::access> acc{vox::read(in), vox::write(out)};
+  if (scratch != nullptr) acc.push_back(vox::write(*scratch));
+  exec::run_op(streams, op, plan, acc, [&](stream_view s, const slab& w) {
+    std::optional<device_buffer<F>> own;
+    F* t = scratch != nullptr ? scratch->data() : own.emplace(e.voxels(), s).data();
+    gauss_by_bucket<F>(bxy, r[0] == bxy && r[1] == bxy, [&](auto rt, auto et) {
+      constexpr int R = decltype(rt)::value;
+      enqueue_gauss_xy<T, F, R, decltype(et)::value>(s, w, e, src, t, o,
+                                                     make_taps<F, R>(sg[0], r[0]),
+                                                     make_taps<F, R>(sg[1], r[1]), dev, op);
+    });
+    gauss_by_bucket<F>(bz, r[2] == bz, [&](auto rt, auto et) {
+      constexpr int R = decltype(rt)::value;
+      enqueue_gauss_z<F, R, decltype(et)::value>(s, w, e, t, dst, o,
+                                                 make_taps<F, R>(sg[2], r[2]), r[2], op);
+    });
+  });
 }
 #endif  // VOX_BACKEND_CUDA
 
@@ -679,8 +675,8 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
         o.dims == 3 ? static_cast<std::size_t>(gauss_z_depth(r[2])) : 1));
     if (o.dims == 2) {
       gauss_xy_dispatch<T, F>(bxy, streams, op, in, out, o, sg, r, plan);
-    } else if (plan.size() == 1 && scratch == nullptr) {
-      gauss_one_slab<T, F>(bxy, bz, streams, op, in, out, o, sg, r, plan);
+    } else if (plan.size() == 1) {
+      gauss_one_slab<T, F>(bxy, bz, streams, op, in, out, scratch, o, sg, r, plan);
     } else {
       volume<F>& t = tmp();
       gauss_xy_dispatch<T, F>(bxy, streams, op, in, t, o, sg, r, plan);

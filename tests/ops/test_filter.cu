@@ -28,6 +28,8 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../../src/ops/detail/filter_paths.hpp"
+#include "../../src/ops/detail/van_herk.hpp"
 #include "../common/border_ref.hpp"
 #include "../common/compare.hpp"
 #include "../common/random.hpp"
@@ -434,6 +436,28 @@ TYPED_TEST(FilterTyped, BoxWindowsOnAlignedRows) {
   }
 }
 
+// The CUDA backend's other 3D min/max path, z over a ring of xy results in the tile kernel
+// (taken past the z walk's window; the walk is the default): against the reference too.
+TYPED_TEST(FilterTyped, BoxMinMaxThroughTheTileKernelsZRing) {
+  using T = TypeParam;
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the tile kernel is the cuda backend's";
+  struct ring_only {
+    ring_only() { vox::detail::filt::minmax_z_walk.store(false); }
+    ~ring_only() { vox::detail::filt::minmax_z_walk.store(true); }
+  } const guard;
+  const extent3 shapes[] = {{160, 37, 23}, {75, 41, 30}};
+  const vox::filter_size sizes[] = {{5, 5, 5}, {9, 3, 7}, {1, 1, 5}};
+  std::uint32_t seed = 400;
+  int turn = 0;
+  for (const extent3& e : shapes) {
+    for (const vox::filter_size& sz : sizes) {
+      const border m = all_modes[turn++ % 4];
+      check_box<T>(box_op::erosion, e, sz, opts(m, 3, -1.0), three, ++seed);
+      check_box<T>(box_op::dilation, e, sz, opts(m, 3, 7.5), three, ++seed);
+    }
+  }
+}
+
 TYPED_TEST(FilterTyped, GaussianMatchesReference) {
   using T = TypeParam;
   for (border m : all_modes) {
@@ -524,6 +548,55 @@ TYPED_TEST(FilterTyped, RankOfBunchedAndNarrowData) {
 }
 
 // ---- tiles: interior and border blocks of the fused 3x3(x3) stencil -------------------------
+
+// The van Herk / Gil-Werman walk of the CUDA min/max z pass, run here on the host: every window
+// of K values of seeded random lines equals a plain scan of the window, for windows from 1 to
+// wider than the line, lines shorter than one block, one block and many, min and max.
+TEST(FilterVanHerk, WalkEqualsAPlainSlidingWindow) {
+  std::mt19937 rng(71);
+  std::uniform_int_distribution<int> d(-1000, 1000);
+  for (int K = 1; K <= 25; K += (K < 9 ? 1 : 4)) {
+    for (std::ptrdiff_t n : {std::ptrdiff_t{1}, std::ptrdiff_t{2}, std::ptrdiff_t{K - 1},
+                             std::ptrdiff_t{K}, std::ptrdiff_t{K + 1}, std::ptrdiff_t{2 * K + 3},
+                             std::ptrdiff_t{7 * K + 5}, std::ptrdiff_t{150}}) {
+      if (n < 1) continue;
+      std::vector<int> line(static_cast<std::size_t>(n));
+      for (int& v : line) v = d(rng);
+      for (const bool is_min : {true, false}) {
+        SCOPED_TRACE("K " + std::to_string(K) + ", length " + std::to_string(n) +
+                     (is_min ? ", min" : ", max"));
+        std::vector<int> slots(static_cast<std::size_t>(K), 12345), got;
+        std::vector<std::ptrdiff_t> loads;
+        vox::detail::filt::van_herk_walk<int>(
+            n, K,
+            [&](std::ptrdiff_t t, int& v) {
+              loads.push_back(t);
+              v = line[static_cast<std::size_t>(t)];
+            },
+            [&](const int& v) { got.push_back(v); },
+            [&](int j, const int& v) {
+              ASSERT_TRUE(j >= 0 && j < K);
+              slots[static_cast<std::size_t>(j)] = v;
+            },
+            [&](int j, int& v) {
+              ASSERT_TRUE(j >= 0 && j < K);
+              v = slots[static_cast<std::size_t>(j)];
+            },
+            [&](int& a, const int& b) { a = is_min ? std::min(a, b) : std::max(a, b); });
+        std::vector<int> want;
+        for (std::ptrdiff_t i = 0; i + K <= n; ++i) {
+          const auto first = line.begin() + i, last = first + K;
+          want.push_back(is_min ? *std::min_element(first, last) : *std::max_element(first, last));
+        }
+        EXPECT_EQ(got, want);
+        // Each value is loaded once, in order.
+        ASSERT_EQ(loads.size(), line.size());
+        for (std::size_t t = 0; t < loads.size(); ++t)
+          EXPECT_EQ(loads[t], static_cast<std::ptrdiff_t>(t));
+      }
+    }
+  }
+}
 
 TEST(FilterTiles, InteriorAndBorderTilesOfTheFusedStencil) {
   // The CUDA stencil kernel covers 30 x 32 output columns per block and takes a border-free path

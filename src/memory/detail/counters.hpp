@@ -13,7 +13,9 @@ struct call_counters {
   std::atomic<std::size_t> allocations{0};  ///< pool allocations (cudaMallocFromPoolAsync)
   std::atomic<std::size_t> frees{0};        ///< pool frees (cudaFreeAsync)
   std::atomic<std::size_t> launches{0};     ///< kernel launches (host backend: passes) of ops
-                                            ///< that count them (the reduction engine, maps)
+                                            ///< that count them (the reduction engine, maps;
+                                            ///< CUDA: the box filters' and the Gaussian's
+                                            ///< fused kernels)
 };
 
 /// @brief The process's counters. Thread-safe.

@@ -3,8 +3,8 @@
 //  - The fused tile kernel (box_kernel): a block owns an output tile of (64 - 2 rx) x 32 voxels
 //    and marches along z through a chunk of its slab. Radii of x and y are compile-time buckets
 //    (2, 4, 8, 16), so that the taps unroll; the z radius is any.
-//     - min, max: y and x first from the shared input tile, then z over a ring of the last
-//       2 rz + 1 xy results in shared memory (the order does not matter for them);
+//     - min, max: y and x from the shared input tile (in 3D with z radius 1 or past the walk's
+//       below, then z over a ring of the last 2 rz + 1 xy results in shared memory);
 //     - the 2D mean: y, then x, from shared memory, each pass requantised.
 //  - The 3D mean goes z first, as scipy does, in a kernel of its own (box_z_walk_kernel): each
 //    warp owns a row's 32 x 16 bytes (8 for 8-bit voxels) and walks a chunk of z with a running
@@ -12,6 +12,11 @@
 //    and one out per slice whatever the window, requantised to the voxel type; then the fused
 //    2D kernel runs y and x on that. (The one-kernel 3D mean, with the z sums in shared memory,
 //    was latency-bound: 128 registers, 14% occupancy, 4.9-19x a copy on the H200.)
+//  - 3D min and max of z radius 2 to 11 (23 for 8-bit voxels) go z first too
+//    (box_z_minmax_walk_kernel): the warps and lanes of the mean's walk, with van Herk /
+//    Gil-Werman blocks of 2 rz + 1 slices (a running min in registers, the previous block's
+//    suffix minima in the lane's own slots of shared memory; van_herk.hpp), 8- and 16-bit voxels
+//    four or two per SIMD instruction; then the 2D kernel.
 // Not installed.
 #pragma once
 
@@ -19,15 +24,23 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
+#include <vector>
+
+#include <voxstream/memory/device_buffer.hpp>
 
 #include "filter_arith.cuh"
 #include "filter_checks.hpp"
 #include "filter_pass.cuh"
+#include "filter_paths.hpp"
 #include "march.cuh"
+#include "van_herk.hpp"
 
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
 #include "../../detail/cuda_check.hpp"
+#include "../../detail/shared_opt_in.hpp"
+#include "../../memory/detail/counters.hpp"
 
 namespace vox::detail::filt {
 
@@ -376,6 +389,63 @@ struct walk_geom {
   int rz;
 };
 
+/// A lane's part of one warp's walk: E adjacent voxels of a row from column x0, and the chunk
+/// [w0, w1) of z. `inside`: all E columns are in the volume.
+struct walk_lane {
+  idx_t x0, row, w0, w1;
+  bool inside;
+};
+
+/// Lane `lane` of walk warp `wid`; false when its columns are all past the row's end.
+template <class T>
+__device__ __forceinline__ bool make_walk_lane(const walk_geom& g, idx_t wid, int lane,
+                                               walk_lane& l) {
+  constexpr int E = wk_shape<T>::E;
+  const idx_t rest = wid / g.xg;
+  l.x0 = (wid % g.xg) * wk_shape<T>::COLS + lane * E;
+  if (l.x0 >= g.nx) return false;
+  l.row = (rest % g.ny) * g.nx + l.x0;
+  l.w0 = g.wbegin + (rest / g.ny) * g.chunk;
+  l.w1 = l.w0 + g.chunk < g.wend ? l.w0 + g.chunk : g.wend;
+  l.inside = l.x0 + E <= g.nx;
+  return true;
+}
+
+/// The lane's voxels of slice z (mapped by the border; cval outside the volume). VEC: rows are
+/// 16-byte aligned, so lanes whose columns are all inside load a vector.
+template <bool VEC, class T, class P>
+__device__ __forceinline__ void walk_load(const T* __restrict__ in, const walk_geom& g,
+                                          const walk_lane& l, border mode, T cval, idx_t z,
+                                          P& v) {
+  constexpr int E = wk_shape<T>::E;
+  const idx_t m = map_near(z, g.nz, mode);
+  if (m < 0) {
+#pragma unroll
+    for (int j = 0; j < E; ++j) v.v[j] = cval;
+    return;
+  }
+  const T* p = in + m * g.slice + l.row;
+  if (VEC && l.inside) {
+    load_words(v.u, p);
+  } else {
+#pragma unroll
+    for (int j = 0; j < E; ++j) v.v[j] = l.x0 + j < g.nx ? p[j] : cval;
+  }
+}
+
+/// Stores the lane's voxels at dst (its columns of a row), those inside the volume.
+template <bool VEC, class T, class P>
+__device__ __forceinline__ void walk_store(T* dst, const walk_geom& g, const walk_lane& l,
+                                           const P& v) {
+  if (VEC && l.inside) {
+    store_words(dst, v.u);
+  } else {
+#pragma unroll
+    for (int j = 0; j < wk_shape<T>::E; ++j)
+      if (l.x0 + j < g.nx) dst[j] = v.v[j];
+  }
+}
+
 /// The z pass of the 3D box mean, into `out` (the y and x passes follow in box_kernel). Each warp
 /// owns 32 E adjacent voxels of a row and walks a chunk of z: per slice one vector in (z + rz + 1)
 /// and one out (z - rz, an L1 or L2 hit: the lane loaded it 2 rz + 1 slices before), the running
@@ -392,55 +462,29 @@ __global__ void __launch_bounds__(wk_threads, 4)
   const idx_t step = static_cast<idx_t>(gridDim.x) * wk_warps;
   for (idx_t wid = static_cast<idx_t>(blockIdx.x) * wk_warps + threadIdx.x / 32; wid < g.warps;
        wid += step) {
-    const idx_t xgi = wid % g.xg;
-    const idx_t rest = wid / g.xg;
-    const idx_t x0 = xgi * shape::COLS + lane * E;
-    if (x0 >= g.nx) continue;
-    const idx_t row = (rest % g.ny) * g.nx + x0;
-    const idx_t w0 = g.wbegin + (rest / g.ny) * g.chunk;
-    const idx_t w1 = w0 + g.chunk < g.wend ? w0 + g.chunk : g.wend;
-    const bool inside = x0 + E <= g.nx;
-    auto load = [&](idx_t z, pack& v) {
-      const idx_t m = map_near(z, g.nz, mode);
-      if (m < 0) {
-#pragma unroll
-        for (int j = 0; j < E; ++j) v.v[j] = cval;
-        return;
-      }
-      const T* p = in + m * g.slice + row;
-      if (VEC && inside) {
-        load_words(v.u, p);
-      } else {
-#pragma unroll
-        for (int j = 0; j < E; ++j) v.v[j] = x0 + j < g.nx ? p[j] : cval;
-      }
-    };
+    walk_lane l;
+    if (!make_walk_lane<T>(g, wid, lane, l)) continue;
+    auto load = [&](idx_t z, pack& v) { walk_load<VEC>(in, g, l, mode, cval, z, v); };
     Z acc[E];
 #pragma unroll
     for (int j = 0; j < E; ++j) acc[j] = Z(0);
     for (idx_t d = -g.rz; d <= g.rz; ++d) {
       pack v;
-      load(w0 + d, v);
+      load(l.w0 + d, v);
 #pragma unroll
       for (int j = 0; j < E; ++j) acc[j] += static_cast<Z>(v.v[j]);
     }
-    T* dst = out + w0 * g.slice + row;
-    for (idx_t z = w0; z < w1; ++z, dst += g.slice) {
+    T* dst = out + l.w0 * g.slice + l.row;
+    for (idx_t z = l.w0; z < l.w1; ++z, dst += g.slice) {
       pack vin, vout, res;
-      const bool more = z + 1 < w1;
+      const bool more = z + 1 < l.w1;
       if (more) {  // the next slice's loads stay in flight through this one
         load(z + g.rz + 1, vin);
         load(z - g.rz, vout);
       }
 #pragma unroll
       for (int j = 0; j < E; ++j) res.v[j] = to_voxel<T>(dw(acc[j]));
-      if (VEC && inside) {
-        store_words(dst, res.u);
-      } else {
-#pragma unroll
-        for (int j = 0; j < E; ++j)
-          if (x0 + j < g.nx) dst[j] = res.v[j];
-      }
+      walk_store<VEC>(dst, g, l, res);
       if (more) {
 #pragma unroll
         for (int j = 0; j < E; ++j)
@@ -479,11 +523,112 @@ void launch_z_walk(const walk_geom& g, bool vec, stream_view s, const T* src, T*
   using Z = box_z_acc_t<T>;
   const auto blocks = static_cast<unsigned>(
       std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
+  count_launch();
   if (vec) {
     box_z_walk_kernel<T, Z, true><<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
   } else {
     box_z_walk_kernel<T, Z, false><<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval,
                                                                          dz);
+  }
+}
+
+// ---- the z pass of the 3D min and max --------------------------------------------------------
+
+/// Combines two lanes' packs voxel by voxel (OP 1 min, 2 max): four 8-bit or two 16-bit voxels
+/// per instruction (SIMD video instructions), the wider types one by one (vmin / vmax: floating
+/// NaN voxels ignored, so the order of the operands never matters).
+template <int OP, class T, int E, int W>
+__device__ __forceinline__ void wk_combine(wk_words<T, E, W>& a, const wk_words<T, E, W>& b) {
+  static_assert(OP == 1 || OP == 2, "min or max");
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      a.u[k] = OP == 1 ? __vminu4(a.u[k], b.u[k]) : __vmaxu4(a.u[k], b.u[k]);
+  } else if constexpr (std::is_same_v<T, std::uint16_t>) {
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      a.u[k] = OP == 1 ? __vminu2(a.u[k], b.u[k]) : __vmaxu2(a.u[k], b.u[k]);
+  } else if constexpr (std::is_same_v<T, std::int16_t>) {
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      a.u[k] = OP == 1 ? __vmins2(a.u[k], b.u[k]) : __vmaxs2(a.u[k], b.u[k]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < E; ++j) a.v[j] = box_combine<OP>(a.v[j], b.v[j]);
+  }
+}
+
+/// Windows of the min/max z walk: its blocks of 2 rz + 1 slices of every lane in shared memory
+/// (wk_threads lanes of 16 bytes, 8 for 8-bit voxels) within the default 48 KiB.
+template <class T>
+std::size_t minmax_walk_bytes(idx_t rz) {
+  return static_cast<std::size_t>(2 * rz + 1) * wk_threads *
+         static_cast<std::size_t>(wk_shape<T>::VB);
+}
+template <class T>
+bool minmax_walk_fits(idx_t rz) {
+  return rz > 0 && minmax_walk_bytes<T>(rz) <= (48u << 10);
+}
+
+/// The z pass of the 3D min (OP 1) and max (OP 2), into `out`: the warps and lanes of
+/// box_z_walk_kernel (a lane owns E adjacent voxels of a row and walks a chunk of z), the window
+/// by van Herk / Gil-Werman's blocks of K = 2 rz + 1 slices (van_herk_walk): a lane keeps the
+/// running min of the current block's slices in registers and the previous block's suffix
+/// minima in K slots of shared memory that only it touches (no barrier). Per slice: one vector
+/// in, one out, three combines and about four shared-memory vector accesses, whatever the
+/// window.
+template <class T, int OP, bool VEC>
+__global__ void __launch_bounds__(wk_threads, 4)
+    box_z_minmax_walk_kernel(const T* __restrict__ in, T* __restrict__ out, walk_geom g,
+                             border mode, T cval) {
+  using shape = wk_shape<T>;
+  constexpr int E = shape::E, NW = shape::NW;
+  using pack = wk_words<T, E, NW>;
+  extern __shared__ __align__(16) unsigned char wk_dyn[];
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int K = 2 * g.rz + 1;
+  // Slot j of this lane: K slots per lane, each warp's lanes side by side (conflict-free).
+  unsigned char* const slots =
+      wk_dyn + (static_cast<std::size_t>(threadIdx.x / 32) * K * 32 + lane) * shape::VB;
+  auto put = [&](int j, const pack& v) {
+    store_words(slots + static_cast<std::size_t>(j) * 32 * shape::VB, v.u);
+  };
+  auto get = [&](int j, pack& v) {
+    load_words(v.u, slots + static_cast<std::size_t>(j) * 32 * shape::VB);
+  };
+  const idx_t step = static_cast<idx_t>(gridDim.x) * wk_warps;
+  for (idx_t wid = static_cast<idx_t>(blockIdx.x) * wk_warps + threadIdx.x / 32; wid < g.warps;
+       wid += step) {
+    walk_lane l;
+    if (!make_walk_lane<T>(g, wid, lane, l)) continue;
+    // Slices w0 - rz + t for t in [0, len): the window of output z = w0 + i is values i ..
+    // i + K - 1, emitted in order.
+    const idx_t s0 = l.w0 - g.rz;
+    T* dst = out + l.w0 * g.slice + l.row;
+    van_herk_walk<pack>(
+        (l.w1 - l.w0) + K - 1, K,
+        [&](idx_t t, pack& v) { walk_load<VEC>(in, g, l, mode, cval, s0 + t, v); },
+        [&](const pack& res) {
+          walk_store<VEC>(dst, g, l, res);
+          dst += g.slice;
+        },
+        put, get, [](pack& a, const pack& b) { wk_combine<OP>(a, b); });
+  }
+}
+
+template <class T, int OP>
+void launch_z_minmax_walk(const walk_geom& g, bool vec, stream_view s, const T* src, T* dst,
+                          border mode, T cval) {
+  const auto blocks = static_cast<unsigned>(
+      std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
+  const std::size_t bytes = minmax_walk_bytes<T>(g.rz);
+  count_launch();
+  if (vec) {
+    box_z_minmax_walk_kernel<T, OP, true><<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g,
+                                                                                    mode, cval);
+  } else {
+    box_z_minmax_walk_kernel<T, OP, false><<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g,
+                                                                                     mode, cval);
   }
 }
 
@@ -503,31 +648,32 @@ bool box_sums_fit(const radii& r, double cval) {
 }
 
 template <class T, pass_op P, int R, bool D3>
-void launch_box(const box_geom& bg, const dim3& grid, stream_view s, const char* op, const T* src,
-                T* dst, border mode, T cval, const box_div<box_s_acc_t<T>>& dy,
+void launch_box(const box_geom& bg, const dim3& grid, stream_view s, int dev, const char* op,
+                const T* src, T* dst, border mode, T cval, const box_div<box_s_acc_t<T>>& dy,
                 const box_div<box_s_acc_t<T>>& dx, std::size_t bytes) {
   using S = std::conditional_t<P == pass_op::mean, box_s_acc_t<T>, T>;
   constexpr int OP = P == pass_op::mean ? 0 : P == pass_op::min ? 1 : 2;
   static_assert(!(OP == 0 && D3), "the 3D mean runs its z pass in box_z_walk_kernel");
   auto* k = box_kernel<T, S, OP, R, D3>;
-  if (bytes > (48u << 10))
-    VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(bytes)),
-                 op);
+  opt_in_shared(reinterpret_cast<const void*>(k), bytes, dev, op);
   box_div<S> sy{}, sx{};
   if constexpr (OP == 0) {
     sy = dy;
     sx = dx;
   }
+  count_launch();
   k<<<grid, bx_threads, bytes, s.value()>>>(src, dst, bg, mode, cval, sy, sx);
 }
 
 /// Enqueues the box mean (P == mean), min or max, or returns false where the fused kernels do
 /// not serve the window, extent or cval (the caller then runs the 1D passes): x and y radii
 /// <= 16, 32-bit in-slice offsets, cval exact in the voxel type in constant mode (mean), integer
-/// sums that fit, and the shared memory (the min/max z ring grows with the z radius). The 3D
-/// mean runs two kernels: the z walk into `scratch` (allocated on the set when null), then y
-/// and x.
+/// sums that fit, and the shared memory (the min/max z ring grows with the z radius). In 3D
+/// the mean, and min/max of z radius 2 to 11 (23 for 8-bit voxels: minmax_walk_fits), run two
+/// kernels: the z walk into `scratch`, then y and x (none where rx = ry = 0: the walk writes
+/// `out`). On a one-slab plan both run in one run_op (the scratch, when null, a stream-ordered
+/// buffer on the slab's stream); on more slabs in two (the scratch, when null, a volume on the
+/// set). Min/max without room for that intermediate take the tile kernel's z ring instead.
 template <class T, pass_op P>
 bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
                    volume<T>* scratch, radii r, const filter_options& o) {
@@ -546,30 +692,29 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
     cval = to_voxel<T>(o.cval);
   }
   const bool d3 = r.z > 0;
-  const bool zwalk = mean && d3;              // the mean's z pass, a kernel of its own
+  // The z pass a kernel of its own (the mean's running sums; min/max's van Herk blocks from z
+  // radius 2, where they fit the walk's shared memory), then the tile kernel for y and x. Other
+  // 3D min/max windows take z in the tile kernel's ring, which needs no intermediate volume.
+  bool zwalk = d3 && (mean || (minmax_z_walk.load(std::memory_order_relaxed) && r.z >= 2 &&
+                               minmax_walk_fits<T>(r.z)));
   const bool tile = !zwalk || r.x > 0 || r.y > 0;  // the fused tile kernel
-  const bool tile3 = d3 && !mean;             // min/max: z in the tile kernel's ring
   const idx_t rmax = std::max(r.x, r.y);
   const int bucket = rmax <= 2 ? 2 : rmax <= 4 ? 4 : rmax <= 8 ? 8 : 16;
   const int kz = static_cast<int>(2 * r.z + 1);
   using Z = box_z_acc_t<T>;
   using S = box_s_acc_t<T>;
-  const std::size_t bytes =
-      bucket == 2    ? box_shared_bytes<T, 2>(tile3, kz)
-      : bucket == 4  ? box_shared_bytes<T, 4>(tile3, kz)
-      : bucket == 8  ? box_shared_bytes<T, 8>(tile3, kz)
-                     : box_shared_bytes<T, 16>(tile3, kz);
-  if (tile && bytes > bx_max_shared) return false;
+  auto shared_bytes = [&](bool ring) {
+    return bucket == 2   ? box_shared_bytes<T, 2>(ring, kz)
+           : bucket == 4 ? box_shared_bytes<T, 4>(ring, kz)
+           : bucket == 8 ? box_shared_bytes<T, 8>(ring, kz)
+                         : box_shared_bytes<T, 16>(ring, kz);
+  };
+  if (tile && shared_bytes(d3 && !zwalk) > bx_max_shared) return false;
   const double big =
       std::max({std::abs(static_cast<double>(std::numeric_limits<T>::lowest())),
                 static_cast<double>(std::numeric_limits<T>::max()), std::abs(o.cval)});
   const box_div<Z> dz = make_box_div<Z>(r.z, big);
   const box_div<S> dy = make_box_div<S>(r.y, big), dx = make_box_div<S>(r.x, big);
-  box_geom b{};
-  b.rx = static_cast<int>(r.x);
-  b.ry = static_cast<int>(r.y);
-  b.rz = tile3 ? static_cast<int>(r.z) : 0;
-  b.tx = bx_hx - 2 * b.rx;
   // Each chunk reads 2 rz halo slices again (the min/max filters them again too): chunks of at
   // least 8 rz slices keep that under a quarter.
   const idx_t min_chunk = std::max<idx_t>(16, 8 * r.z);
@@ -577,56 +722,102 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   const std::vector<slab> plan = streams.plan(
       exec::work_of({vox::read(in, hz), vox::write(out)}, op, zwalk && tile ? 4.0 : 2.0,
                     static_cast<std::size_t>(d3 ? min_chunk : 1)));
+  // The intermediate of the walk and the tile kernel, when the caller gives no scratch: on one
+  // slab a stream-ordered buffer on its stream, else a volume on the set. Allocated before any
+  // work is enqueued; where the device has no room for it, min/max fall back to the ring.
+  std::optional<device_buffer<T>> buf;
   std::optional<volume<T>> own;
-  volume<T>* mid = nullptr;
-  if (zwalk && tile) mid = scratch != nullptr ? scratch : &own.emplace(streams, e);
-  if (zwalk) {
-    volume<T>& dst = mid != nullptr ? *mid : out;
-    auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-    const bool vec = (e.x * sizeof(T)) % 16 == 0 && aligned(in.data()) && aligned(dst.data());
-    const T* src = in.data();
-    T* d = dst.data();
-    exec::run_op(streams, op, plan, {vox::read(in, hz), vox::write(dst)},
-                 [&](stream_view s, const slab& w) {
-                   launch_z_walk<T>(make_z_walk<T>(e, w, r.z), vec, s, src, d, o.mode, cval, dz);
-                   check_launch(op);
-                 });
+  if (zwalk && tile && scratch == nullptr) {
+    try {
+      if (plan.size() == 1) {
+        buf.emplace(e.voxels(), streams.stream(plan.front().stream));
+      } else {
+        own.emplace(streams, e);
+      }
+    } catch (const out_of_memory&) {
+      if (mean || shared_bytes(true) > bx_max_shared) throw;
+      zwalk = false;
+    }
   }
-  if (!tile) return true;
-  const volume<T>& srcv = mid != nullptr ? *mid : in;
-  const T* src = srcv.data();
-  T* dst = out.data();
-  exec::run_op(
-      streams, op, plan, {vox::read(srcv, tile3 ? hz : 0), vox::write(out)},
-      [&](stream_view s, const slab& w) {
-        box_geom bg = b;
-        bg.g = make_march(e, w, b.tx, bx_ty, tile3 ? min_chunk : 16);
-        const dim3u gr = march_grid(bg.g);
-        const dim3 grid(gr.x, gr.y, gr.z);
-        auto go = [&](auto rt, auto dt) {
-          launch_box<T, P, decltype(rt)::value, decltype(dt)::value>(bg, grid, s, op, src, dst,
-                                                                     o.mode, cval, dy, dx, bytes);
-        };
-        auto by_depth = [&](auto rt) {
-          if constexpr (mean) {
-            go(rt, std::false_type{});
-          } else if (tile3) {
-            go(rt, std::true_type{});
-          } else {
-            go(rt, std::false_type{});
-          }
-        };
-        if (bucket == 2) {
-          by_depth(std::integral_constant<int, 2>{});
-        } else if (bucket == 4) {
-          by_depth(std::integral_constant<int, 4>{});
-        } else if (bucket == 8) {
-          by_depth(std::integral_constant<int, 8>{});
-        } else {
-          by_depth(std::integral_constant<int, 16>{});
-        }
-        check_launch(op);
-      });
+  const bool tile3 = d3 && !zwalk;  // min/max: z in the tile kernel's ring
+  const std::size_t bytes = shared_bytes(tile3);
+  box_geom b{};
+  b.rx = static_cast<int>(r.x);
+  b.ry = static_cast<int>(r.y);
+  b.rz = tile3 ? static_cast<int>(r.z) : 0;
+  b.tx = bx_hx - 2 * b.rx;
+  const int dev = streams.device();
+  auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  // The z walk, from `in` into d.
+  auto walk = [&](stream_view s, const slab& w, T* d) {
+    const bool vec = (e.x * sizeof(T)) % 16 == 0 && aligned(in.data()) && aligned(d);
+    const walk_geom wg = make_z_walk<T>(e, w, r.z);
+    if constexpr (mean) {
+      launch_z_walk<T>(wg, vec, s, in.data(), d, o.mode, cval, dz);
+    } else {
+      launch_z_minmax_walk<T, P == pass_op::min ? 1 : 2>(wg, vec, s, in.data(), d, o.mode, cval);
+    }
+    check_launch(op);
+  };
+  // The fused tile kernel, from src into `out`.
+  auto tile_pass = [&](stream_view s, const slab& w, const T* src) {
+    box_geom bg = b;
+    bg.g = make_march(e, w, b.tx, bx_ty, tile3 ? min_chunk : 16);
+    const dim3u gr = march_grid(bg.g);
+    const dim3 grid(gr.x, gr.y, gr.z);
+    T* dst = out.data();
+    auto go = [&](auto rt, auto dt) {
+      launch_box<T, P, decltype(rt)::value, decltype(dt)::value>(bg, grid, s, dev, op, src, dst,
+                                                                 o.mode, cval, dy, dx, bytes);
+    };
+    auto by_depth = [&](auto rt) {
+      if constexpr (mean) {
+        go(rt, std::false_type{});
+      } else if (tile3) {
+        go(rt, std::true_type{});
+      } else {
+        go(rt, std::false_type{});
+      }
+    };
+    if (bucket == 2) {
+      by_depth(std::integral_constant<int, 2>{});
+    } else if (bucket == 4) {
+      by_depth(std::integral_constant<int, 4>{});
+    } else if (bucket == 8) {
+      by_depth(std::integral_constant<int, 8>{});
+    } else {
+      by_depth(std::integral_constant<int, 16>{});
+    }
+    check_launch(op);
+  };
+  if (!zwalk) {
+    exec::run_op(streams, op, plan, {vox::read(in, tile3 ? hz : 0), vox::write(out)},
+                 [&](stream_view s, const slab& w) { tile_pass(s, w, in.data()); });
+    return true;
+  }
+  if (!tile) {
+    exec::run_op(streams, op, plan, {vox::read(in, hz), vox::write(out)},
+                 [&](stream_view s, const slab& w) { walk(s, w, out.data()); });
+    return true;
+  }
+  if (plan.size() == 1) {
+    // One slab: both kernels in one run_op on its stream, one event whatever the set's size
+    // (issue 17); the intermediate is the caller's scratch, written under this run_op, or the
+    // stream-ordered buffer on that stream.
+    std::vector<exec::access> acc{vox::read(in, hz), vox::write(out)};
+    if (scratch != nullptr) acc.push_back(vox::write(*scratch));
+    T* mid = scratch != nullptr ? scratch->data() : buf->data();
+    exec::run_op(streams, op, plan, acc, [&](stream_view s, const slab& w) {
+      walk(s, w, mid);
+      tile_pass(s, w, mid);
+    });
+    return true;
+  }
+  volume<T>& mid = scratch != nullptr ? *scratch : *own;
+  exec::run_op(streams, op, plan, {vox::read(in, hz), vox::write(mid)},
+               [&](stream_view s, const slab& w) { walk(s, w, mid.data()); });
+  exec::run_op(streams, op, plan, {vox::read(mid), vox::write(out)},
+               [&](stream_view s, const slab& w) { tile_pass(s, w, mid.data()); });
   return true;
 }
 

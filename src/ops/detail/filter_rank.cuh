@@ -34,6 +34,7 @@
 
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
 #include "../../detail/cuda_check.hpp"
+#include "../../detail/shared_opt_in.hpp"
 
 namespace vox::detail::filt {
 
@@ -377,6 +378,7 @@ bool run_rank_kernel(stream_set& streams, const char* op, const volume<T>& in, v
   const idx_t min_chunk = std::max<idx_t>(32, 8 * r.z);
   const T* src = in.data();
   T* dst = out.data();
+  const int dev = streams.device();
   exec::run_op(
       streams, op,
       // Selection over the window: roughly a copy's time per 8 window voxels.
@@ -391,10 +393,8 @@ bool run_rank_kernel(stream_set& streams, const char* op, const volume<T>& in, v
           const dim3u gr = march_grid(bg.g);
           auto* k = rank_kernel<T, C>;
           // Static (the reduction's slots) and dynamic shared memory past 48 KiB: the opt-in.
-          if (bytes + 2 * sizeof(T) * (rk_threads<C> / 32) > (48u << 10))
-            VOX_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(bytes)),
-                         op);
+          opt_in_shared(reinterpret_cast<const void*>(k), bytes, dev, op,
+                        2 * sizeof(T) * (rk_threads<C> / 32));
           k<<<dim3(gr.x, gr.y, gr.z), rk_threads<C>, bytes, s.value()>>>(src, dst, bg, mode,
                                                                          cval);
         };

@@ -1,0 +1,15 @@
+// Internal: switches between equivalent paths of the CUDA filters, so that a benchmark can time
+// both in one run (bench_ops --sweep) and a test can check that they give the same voxels. Not
+// installed, not API: the library's choice is the default.
+#pragma once
+
+#include <atomic>
+
+namespace vox::detail::filt {
+
+/// 3D grey_erosion / grey_dilation of z size 5 and more: the z pass as a walk of its own, then
+/// the 2D tile kernel (true, the default), or z over a ring of xy results in the tile kernel
+/// (false).
+inline std::atomic<bool> minmax_z_walk{true};
+
+}  // namespace vox::detail::filt
