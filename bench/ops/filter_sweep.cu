@@ -8,14 +8,16 @@
 //   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
 //          case=<case>/<dtype>/<shape>
 //   RESULT sweep_harness empty ms=<the fork and join alone> streams=<n>   (first)
-//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=zring ms=<median> xcopy=<ms / copy ms>
-//          vs_default=<ms / the default path's ms>   (3D min/max of size >= 5: the tile
-//          kernel's z ring, the path the z walk replaced, timed in the same run)
+//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|float_sums> ms=<median>
+//          xcopy=<ms / copy ms> vs_default=<ms / the default path's ms>   (the path a case took
+//          before: 3D min/max of size >= 5 through the tile kernel's z ring; the 3x3(x3) mean of
+//          8- and 16-bit voxels with float sums; timed in the same run)
 // `bytes` is the input read once plus the output written once (gaussian writes float).
 // Shapes are x by y by z (z: the slices); scipy's array of the same volume is (z, y, x).
 #include "bench_ops.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -269,18 +271,29 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     std::fflush(stdout);
     worst& w = worst_of[static_cast<std::size_t>(family_of(c, std::is_same_v<T, float>))];
     if (ratio > w.ratio) w = {ratio, c.name + "/" + dt + "/" + shape};
-    // 3D min/max of size 5 and more: the other path too (z over a ring in the tile kernel, the
-    // default before the z walk), in the same run, so that the choice stays measured.
+    // The other path of a case, where the library has two (the default before this session's
+    // change), timed in the same run so that the choice stays measured:
+    //  - 3D min/max of size 5 and more: z over a ring in the tile kernel (default: the z walk);
+    //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (default: int sums).
+    std::atomic<bool>* alt = nullptr;
+    const char* path = "";
     if ((c.op == op_kind::erosion || c.op == op_kind::dilation) && c.dims == 3 && c.size >= 5) {
-      vox::detail::filt::minmax_z_walk.store(false);
+      alt = &vox::detail::filt::minmax_z_walk;
+      path = "zring";
+    } else if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>) {
+      alt = &vox::detail::filt::uniform3_int_sums;
+      path = "float_sums";
+    }
+    if (alt != nullptr) {
+      alt->store(false);
       const measured a = time_case(t, o, run);
-      vox::detail::filt::minmax_z_walk.store(true);
-      std::printf("%-24s %-4s %-12s %9.3f ms %8.1f GB/s  %6.2fx copy  (%d runs; z ring: %.2fx "
-                  "the default)\n",
-                  (c.name + "_zring").c_str(), dt, shape.c_str(), a.ms, bytes / (a.ms * 1e6),
+      alt->store(true);
+      std::printf("%-24s %-4s %-12s %9.3f ms %8.1f GB/s  %6.2fx copy  (%d runs; %.2fx the "
+                  "default)\n",
+                  (c.name + "_" + path).c_str(), dt, shape.c_str(), a.ms, bytes / (a.ms * 1e6),
                   a.ms / copy.ms, a.reps, a.ms / m.ms);
-      std::printf("RESULT sweep_alt %s %s shape=%s path=zring ms=%.4f xcopy=%.3f vs_default=%.3f\n",
-                  c.name.c_str(), dt, shape.c_str(), a.ms, a.ms / copy.ms, a.ms / m.ms);
+      std::printf("RESULT sweep_alt %s %s shape=%s path=%s ms=%.4f xcopy=%.3f vs_default=%.3f\n",
+                  c.name.c_str(), dt, shape.c_str(), path, a.ms, a.ms / copy.ms, a.ms / m.ms);
       std::fflush(stdout);
     }
   }

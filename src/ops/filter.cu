@@ -18,6 +18,7 @@
 #include "detail/filter_box.cuh"
 #include "detail/filter_checks.hpp"
 #include "detail/filter_pass.cuh"
+#include "detail/filter_paths.hpp"
 #include "detail/march.cuh"
 #include "detail/stencil3.cuh"
 #include "../detail/shared_opt_in.hpp"
@@ -66,6 +67,19 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
 #if VOX_BACKEND_CUDA
   if (r.x == 1 && r.y == 1 && (o.dims == 2 || r.z == 1) && stencil3_fits(in.extent())) {
     if constexpr (P == pass_op::mean) {
+      if constexpr (std::is_integral_v<T> && sizeof(T) <= 2) {
+        // Whole-number sums (any mode but constant with a fractional cval): exact int
+        // arithmetic, each pass's quotient by 3 a multiply and a shift that truncates as scipy's
+        // cast does; no float division, and no conversion of every load and result.
+        const bool whole = o.mode != border::constant ||
+                           (o.cval == std::trunc(o.cval) && std::fabs(o.cval) < 1e9);
+        if (whole && uniform3_int_sums.load(std::memory_order_relaxed)) {
+          const int ci = o.mode == border::constant ? static_cast<int>(o.cval) : 0;
+          run_stencil3<T, T, int, stencil_kind::mean>(streams, op, in, out, o.dims, o.mode, ci,
+                                                      ci);
+          return;
+        }
+      }
       using A3 = mean3_acc_t<T>;
       const auto c3 = static_cast<A3>(o.cval);
       // The fused kernel's float accumulator must hold cval exactly to give the passes' result.

@@ -458,6 +458,24 @@ TYPED_TEST(FilterTyped, BoxMinMaxThroughTheTileKernelsZRing) {
   }
 }
 
+// The CUDA backend's other 3x3(x3) mean of 8- and 16-bit voxels, float sums with a correctly
+// rounded division per pass (taken for a fractional cval in constant mode; int sums are the
+// default): against the reference in every mode, 2D and 3D.
+TYPED_TEST(FilterTyped, BoxMeanOf3ThroughFloatSums) {
+  using T = TypeParam;
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the fused stencil is the cuda backend's";
+  if (!std::is_integral_v<T> || sizeof(T) > 2) GTEST_SKIP() << "8- and 16-bit voxels only";
+  struct float_sums {
+    float_sums() { vox::detail::filt::uniform3_int_sums.store(false); }
+    ~float_sums() { vox::detail::filt::uniform3_int_sums.store(true); }
+  } const guard;
+  std::uint32_t seed = 450;
+  for (const extent3& e : {extent3{75, 41, 30}, extent3{160, 37, 23}})
+    for (border m : all_modes)
+      for (int dims : {2, 3})
+        check_box<T>(box_op::uniform, e, 3, opts(m, dims, 5.0), three, ++seed);
+}
+
 TYPED_TEST(FilterTyped, GaussianMatchesReference) {
   using T = TypeParam;
   for (border m : all_modes) {

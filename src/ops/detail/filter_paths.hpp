@@ -12,4 +12,8 @@ namespace vox::detail::filt {
 /// (false).
 inline std::atomic<bool> minmax_z_walk{true};
 
+/// The 3x3(x3) uniform filter of 8- and 16-bit voxels with whole-number sums: int arithmetic
+/// (true, the default), or float sums with a correctly rounded division per pass (false).
+inline std::atomic<bool> uniform3_int_sums{true};
+
 }  // namespace vox::detail::filt

@@ -41,8 +41,9 @@ __device__ __forceinline__ idx_t map_end(idx_t i, idx_t n, border mode) {
   return i < 0 ? 0 : n - 1;  // nearest and reflect agree one slice out
 }
 
-/// The 3-tap mean of one pass: exact division for integer voxels (requant truncates the
-/// correctly rounded quotient, see mean3_acc_t), a multiply by 1/3 for floating voxels.
+/// The 3-tap mean of one pass: exact division for integer voxels (int sums: C's quotient,
+/// truncated toward zero as scipy's cast; float sums: requant truncates the correctly rounded
+/// quotient, see mean3_acc_t), a multiply by 1/3 for floating voxels.
 template <class T, class A>
 __device__ __forceinline__ A mean3(A a, A b, A c) {
   if constexpr (std::is_integral_v<T>) {
