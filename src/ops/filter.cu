@@ -27,17 +27,16 @@
 
 #if VOX_BACKEND_CUDA
 namespace vox::detail::filt {
-/// scipy's _gaussian_kernel1d(sigma, 0, radius), in double.
-inline std::vector<double> gauss_weights(double sigma, idx_t r) {
-  std::vector<double> w(static_cast<std::size_t>(2 * r + 1));
+/// scipy's _gaussian_kernel1d(sigma, 0, radius), in double, into w[0 .. 2 r] (no allocation:
+/// the 3D Gaussian computes three per call, on the host's enqueue path).
+inline void gauss_weights(double sigma, idx_t r, double* w) {
   double sum = 0;
   for (idx_t i = -r; i <= r; ++i) {
     // The centre tap is exp(0) = 1 for any sigma (-0.5 / sigma^2 is -inf when sigma^2 underflows).
     w[static_cast<std::size_t>(i + r)] = i == 0 ? 1.0 : std::exp(-0.5 / (sigma * sigma) * double(i * i));
     sum += w[static_cast<std::size_t>(i + r)];
   }
-  for (auto& v : w) v /= sum;
-  return w;
+  for (idx_t i = 0; i <= 2 * r; ++i) w[i] /= sum;
 }
 
 VOX_BOX_FUSED(extern template, pass_op::mean)
@@ -139,8 +138,9 @@ struct gauss_taps {
 template <class F, int R>
 gauss_taps<F, R> make_taps(double sigma, idx_t r) {
   gauss_taps<F, R> t{};
-  const std::vector<double> w = gauss_weights(sigma, r);
-  for (idx_t i = -r; i <= r; ++i) t.w[R + i] = static_cast<F>(w[static_cast<std::size_t>(i + r)]);
+  double w[2 * R + 1];
+  gauss_weights(sigma, r, w);  // r <= R: the bucket holds the radius
+  for (idx_t i = -r; i <= r; ++i) t.w[R + i] = static_cast<F>(w[i + r]);
   t.r = static_cast<int>(r);
   return t;
 }
