@@ -274,7 +274,7 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     // The other path of a case, where the library has two (the default before this session's
     // change), timed in the same run so that the choice stays measured:
     //  - min/max of 8- and 16-bit voxels of size 5 and more, 2D and 3D: the tile kernel voxel by
-    //    voxel (default: on words of four or two voxels);
+    //    voxel (default: on words of two 16-bit lanes);
     //  - 3D min/max of size 5 and more of wider voxels: z over a ring in the tile kernel (default:
     //    the z walk);
     //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (default: int sums).

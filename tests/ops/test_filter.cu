@@ -458,12 +458,12 @@ TYPED_TEST(FilterTyped, BoxMinMaxThroughTheTileKernelsZRing) {
   }
 }
 
-// The word tile kernel of 8- and 16-bit min/max (four or two voxels per 32-bit word): windows of
-// every x and y radius bucket, radius 0 on either axis, rows of 1 to 517 voxels (tiles that end
-// mid-word, rows that start at unaligned addresses: 253 bytes), single slices and several, every
-// border mode; 2D and, after the z walk, 3D. Every voxel type runs it (the others take the
-// scalar tile kernel).
-TYPED_TEST(FilterTyped, BoxMinMaxAcrossWordTileBucketsAndRowWidths) {
+// The lane tile kernel of 8- and 16-bit min/max (two voxels per word of 16-bit lanes): windows
+// of every x and y radius bucket, radius 0 on either axis, rows of 1 to 517 voxels (tiles that
+// end mid-word, rows that start at unaligned addresses: 253 voxels), single slices and several,
+// every border mode; 2D and, after the z walk, 3D. Every voxel type runs it (the others take
+// the scalar tile kernel).
+TYPED_TEST(FilterTyped, BoxMinMaxAcrossLaneTileBucketsAndRowWidths) {
   using T = TypeParam;
   const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4}, {3, 40, 1}, {257, 70, 1}};
   const vox::filter_size sizes[] = {{5, 5, 1}, {1, 9, 1}, {9, 1, 1},  {17, 3, 1},
@@ -481,7 +481,7 @@ TYPED_TEST(FilterTyped, BoxMinMaxAcrossWordTileBucketsAndRowWidths) {
   }
 }
 
-// The CUDA backend's scalar tile kernel for 8- and 16-bit min/max (the word tile kernel is the
+// The CUDA backend's scalar tile kernel for 8- and 16-bit min/max (the lane tile kernel is the
 // default): against the reference too, 2D and 3D after the z walk.
 TYPED_TEST(FilterTyped, BoxMinMaxOfNarrowVoxelsThroughTheScalarTile) {
   using T = TypeParam;
