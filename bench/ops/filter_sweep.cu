@@ -273,18 +273,11 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     if (ratio > w.ratio) w = {ratio, c.name + "/" + dt + "/" + shape};
     // The other path of a case, where the library has two (the default before this session's
     // change), timed in the same run so that the choice stays measured:
-    //  - min/max of 8- and 16-bit voxels of size 5 and more, 2D and 3D: the tile kernel voxel by
-    //    voxel (default: on words of two 16-bit lanes);
-    //  - 3D min/max of size 5 and more of wider voxels: z over a ring in the tile kernel (default:
-    //    the z walk);
+    //  - 3D min/max of size 5 and more: z over a ring in the tile kernel (default: the z walk);
     //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (default: int sums).
     std::atomic<bool>* alt = nullptr;
     const char* path = "";
-    const bool minmax = c.op == op_kind::erosion || c.op == op_kind::dilation;
-    if (minmax && sizeof(T) <= 2 && c.size >= 5) {  // size 3: the fused 3x3(x3) stencil
-      alt = &vox::detail::filt::minmax_word_tile;
-      path = "scalar_tile";
-    } else if (minmax && c.dims == 3 && c.size >= 5) {
+    if ((c.op == op_kind::erosion || c.op == op_kind::dilation) && c.dims == 3 && c.size >= 5) {
       alt = &vox::detail::filt::minmax_z_walk;
       path = "zring";
     } else if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>) {

@@ -458,12 +458,10 @@ TYPED_TEST(FilterTyped, BoxMinMaxThroughTheTileKernelsZRing) {
   }
 }
 
-// The lane tile kernel of 8- and 16-bit min/max (two voxels per word of 16-bit lanes): windows
-// of every x and y radius bucket, radius 0 on either axis, rows of 1 to 517 voxels (tiles that
-// end mid-word, rows that start at unaligned addresses: 253 voxels), single slices and several,
-// every border mode; 2D and, after the z walk, 3D. Every voxel type runs it (the others take
-// the scalar tile kernel).
-TYPED_TEST(FilterTyped, BoxMinMaxAcrossLaneTileBucketsAndRowWidths) {
+// The min/max tile kernel at windows of every x and y radius bucket, radius 0 on either axis,
+// rows of 1 to 517 voxels (a last tile of a few columns, rows that start at unaligned addresses),
+// single slices and several, every border mode; 2D and, after the z walk, 3D.
+TYPED_TEST(FilterTyped, BoxMinMaxAcrossTileBucketsAndRowWidths) {
   using T = TypeParam;
   const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4}, {3, 40, 1}, {257, 70, 1}};
   const vox::filter_size sizes[] = {{5, 5, 1}, {1, 9, 1}, {9, 1, 1},  {17, 3, 1},
@@ -477,29 +475,6 @@ TYPED_TEST(FilterTyped, BoxMinMaxAcrossLaneTileBucketsAndRowWidths) {
       const int dims = sizes[i].z > 1 ? 3 : 2;
       check_box<T>(box_op::erosion, e, sizes[i], opts(m, dims, 3.0), three, ++seed);
       check_box<T>(box_op::dilation, e, sizes[i], opts(m, dims, 1.0), three, ++seed);
-    }
-  }
-}
-
-// The CUDA backend's scalar tile kernel for 8- and 16-bit min/max (the lane tile kernel is the
-// default): against the reference too, 2D and 3D after the z walk.
-TYPED_TEST(FilterTyped, BoxMinMaxOfNarrowVoxelsThroughTheScalarTile) {
-  using T = TypeParam;
-  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the tile kernels are the cuda backend's";
-  if (!std::is_integral_v<T> || sizeof(T) > 2) GTEST_SKIP() << "8- and 16-bit voxels only";
-  struct scalar_tile {
-    scalar_tile() { vox::detail::filt::minmax_word_tile.store(false); }
-    ~scalar_tile() { vox::detail::filt::minmax_word_tile.store(true); }
-  } const guard;
-  std::uint32_t seed = 550;
-  int turn = 0;
-  for (const extent3& e : {extent3{253, 21, 3}, extent3{160, 37, 23}}) {
-    for (const vox::filter_size& sz :
-         {vox::filter_size{5, 5, 1}, vox::filter_size{9, 3, 1}, vox::filter_size{5, 5, 5}}) {
-      const border m = all_modes[turn++ % 4];
-      const int dims = sz.z > 1 ? 3 : 2;
-      check_box<T>(box_op::erosion, e, sz, opts(m, dims, -1.0), three, ++seed);
-      check_box<T>(box_op::dilation, e, sz, opts(m, dims, 7.5), three, ++seed);
     }
   }
 }

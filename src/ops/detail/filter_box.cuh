@@ -17,9 +17,6 @@
 //    Gil-Werman blocks of 2 rz + 1 slices (a running min in registers, the previous block's
 //    suffix minima in the lane's own slots of shared memory; van_herk.hpp), 8- and 16-bit voxels
 //    four or two per SIMD instruction; then the 2D kernel.
-//  - 2D min and max of 8- and 16-bit voxels (and the y and x passes of 3D ones after the z walk)
-//    run the tile kernel on words of two 16-bit lanes (box_mm_lane_kernel): two voxels per
-//    min.u16x2 / min.s16x2 instruction.
 // Not installed.
 #pragma once
 
@@ -535,257 +532,6 @@ void launch_z_walk(const walk_geom& g, bool vec, stream_view s, const T* src, T*
   }
 }
 
-// ---- 2D min and max of 8- and 16-bit voxels on 16-bit lanes ----------------------------------
-
-/// Voxels of T in a 32-bit word of the z walk: 4 of 8 bits, 2 of 16 bits.
-template <class T>
-inline constexpr int mw_w = 4 / static_cast<int>(sizeof(T));
-/// Voxels in a word of the lane tile kernel: two 16-bit lanes, 8-bit voxels zero-extended
-/// (sm_90 has min and max of 16-bit pairs in one instruction, min.u16x2 / min.s16x2; those of
-/// byte quadruples, __vminu4, are about ten instructions there).
-inline constexpr int ml_w = 2;
-/// Whether the word kernels serve T: the 8- and 16-bit integer voxels.
-template <class T>
-inline constexpr bool mw_serves = std::is_same_v<T, std::uint8_t> ||
-                                  std::is_same_v<T, std::uint16_t> ||
-                                  std::is_same_v<T, std::int16_t>;
-inline constexpr int mw_hw = 64;  ///< words of a haloed tile row (256 bytes)
-
-/// Combines the W voxels of a word with those of another (OP 1 min, 2 max), packed as in the z
-/// walk (mw_w voxels a word).
-template <int OP, class T>
-__device__ __forceinline__ unsigned word_combine(unsigned a, unsigned b) {
-  static_assert(OP == 1 || OP == 2, "min or max");
-  static_assert(mw_serves<T>, "8- and 16-bit integer voxels");
-  if constexpr (sizeof(T) == 1) {
-    return OP == 1 ? __vminu4(a, b) : __vmaxu4(a, b);
-  } else if constexpr (std::is_signed_v<T>) {
-    return OP == 1 ? __vmins2(a, b) : __vmaxs2(a, b);
-  } else {
-    return OP == 1 ? __vminu2(a, b) : __vmaxu2(a, b);
-  }
-}
-
-/// Combines the two 16-bit lanes of a word with those of another (OP 1 min, 2 max), one
-/// instruction: unsigned lanes for uint8 (zero-extended) and uint16, signed for int16.
-template <int OP, class T>
-__device__ __forceinline__ unsigned lane_combine(unsigned a, unsigned b) {
-  static_assert(OP == 1 || OP == 2, "min or max");
-  static_assert(mw_serves<T>, "8- and 16-bit integer voxels");
-  if constexpr (std::is_signed_v<T>) {
-    return OP == 1 ? __vmins2(a, b) : __vmaxs2(a, b);
-  } else {
-    return OP == 1 ? __vminu2(a, b) : __vmaxu2(a, b);
-  }
-}
-
-/// A voxel in the low 16 bits of a word (uint8 zero-extended, int16's two's complement).
-template <class T>
-__device__ __forceinline__ unsigned mw_bits(T x) {
-  return static_cast<unsigned>(static_cast<std::make_unsigned_t<T>>(x));
-}
-
-/// The lane word of voxels gx, gx + 1 of row `row` where one is outside the row: each mapped
-/// through the border mode. Out of line: only the tiles at the volume's x borders call it, and
-/// inlined into the unrolled loads its border arithmetic crowded the hot loop's registers.
-template <class T>
-__device__ __noinline__ unsigned mw_edge_word(const T* row, idx_t gx, idx_t nx, border mode,
-                                              T cval) {
-  unsigned v = 0;
-#pragma unroll
-  for (int j = 0; j < ml_w; ++j) {
-    const idx_t mx = map_near(gx + j, nx, mode);
-    const T x = mx < 0 ? cval : row[mx];
-    v |= mw_bits(x) << (16 * j);
-  }
-  return v;
-}
-
-/// Output columns of the lane tiles of a row of nx voxels and x radius rx: at most the 128
-/// haloed columns less 2 rx, rounded down to whole words (so that every tile starts on a word of
-/// the output row), and as even as whole words allow over the row's tiles (so that no tile
-/// holds a sliver: a 512-voxel row in tiles of 252 left a last tile of 8 columns that cost as
-/// much as the others, measured on the H200).
-inline int ml_tile_x(idx_t nx, int rx) {
-  constexpr int W = ml_w;
-  const idx_t most = (mw_hw * W - 2 * rx) / W * W;
-  const idx_t tiles = (nx + most - 1) / most;
-  const idx_t even = (nx + tiles - 1) / tiles;
-  return static_cast<int>((even + W - 1) / W * W);
-}
-/// Shared memory of a bucket-R lane tile kernel: the haloed slice and the y results, 64 words
-/// a row each (the x taps of the tile's outputs never reach past its haloed columns).
-template <int R>
-constexpr std::size_t ml_shared_bytes() {
-  return static_cast<std::size_t>(bx_hy<R> + bx_ty) * mw_hw * sizeof(unsigned);
-}
-
-/// The 2D min (OP 1) or max (OP 2) of 8- and 16-bit voxels, bucket R >= rx, ry: box_kernel's
-/// tile and passes with every shared-memory position a word of two 16-bit lanes (two adjacent
-/// voxels), so that each combine takes two voxels in one instruction. A block owns a tile of 32
-/// rows and b.tx columns (even: ml_tile_x) and marches through z. Per slice:
-///  A. the haloed tile (128 columns from x0 - rx, 32 + 2 ry rows, no word past the tile's own
-///     halo) into shared memory, a word per position: inside the volume, 16-bit voxels as one
-///     aligned load or two and a funnel shift (rows need no alignment), 8-bit voxels as two
-///     byte loads; at the borders voxel by voxel through the border mode (mw_edge_word); the
-///     next slice's words are loaded into registers meanwhile;
-///  B. y: each thread a word column and bx_seg output rows, taps unrolled;
-///  C. x: each thread its output words; tap d is the word from tile column 2 k + d: word
-///     k + d / 2, or for odd d the funnel shift of two neighbouring words; two voxels stored
-///     at once where they are aligned and inside the row, else one by one.
-/// Bucket 16 (x or y windows of 17 to 33) holds 2 R + bx_seg words of a column in registers:
-/// one block per SM's worth of registers, where two made it spill.
-template <class T, int OP, int R>
-__global__ void __launch_bounds__(bx_threads, R >= 16 ? 1 : 2)
-    box_mm_lane_kernel(const T* __restrict__ in, T* __restrict__ out, box_geom b, border mode,
-                       T cval) {
-  constexpr int W = ml_w, HY = bx_hy<R>;
-  constexpr int NP = (mw_hw * HY + bx_threads - 1) / bx_threads;
-  extern __shared__ __align__(16) unsigned char bx_dyn[];
-  unsigned* a_s = reinterpret_cast<unsigned*>(bx_dyn);  // [HY][mw_hw]
-  unsigned* b_s = a_s + HY * mw_hw;                      // [bx_ty][mw_hw]
-  const march_geom& g = b.g;
-  const idx_t slice = g.nx * g.ny;
-  const int t = static_cast<int>(threadIdx.x);
-  const int lane = t % 32, w = t / 32;
-  const int hy = bx_ty + 2 * b.ry;
-  const unsigned cword = mw_bits(cval) * 0x00010001u;
-  const auto* in_b = reinterpret_cast<const unsigned char*>(in);
-  const std::uintptr_t in_lo = reinterpret_cast<std::uintptr_t>(in_b);
-  const std::uintptr_t in_hi = in_lo + static_cast<std::uintptr_t>(g.nz * slice) * sizeof(T);
-
-  for_each_march_tile(g, [&](idx_t bxi, idx_t byi, idx_t zs, idx_t ze) {
-    const idx_t x0 = bxi * b.tx, y0 = byi * bx_ty;
-    // The tile's output columns (the last tile of a row may have fewer), its output words and
-    // the words of its haloed columns: A loads no word past them.
-    const int cols = static_cast<int>(g.nx - x0 < b.tx ? g.nx - x0 : b.tx);
-    const int tw = (cols + W - 1) / W;
-    const int hw = (cols + 2 * b.rx + W - 1) / W;
-    // A's positions: i = t + bx_threads q, row i / mw_hw, word column i % mw_hw.
-    unsigned rowoff[NP];  // the row's first voxel in a slice (mapped row)
-    unsigned active = 0, rowin = 0, fast = 0;
-#pragma unroll
-    for (int q = 0; q < NP; ++q) {
-      const int i = t + bx_threads * q, r = i / mw_hw, c = i % mw_hw;
-      rowoff[q] = 0;
-      if (r < hy && c < hw) {
-        active |= 1u << q;
-        const idx_t my = map_fast(y0 + r - b.ry, g.ny, mode);
-        if (my >= 0) {
-          rowin |= 1u << q;
-          rowoff[q] = static_cast<unsigned>(my * g.nx);
-          const idx_t gx = x0 - b.rx + W * c;
-          if (gx >= 0 && gx + W <= g.nx) fast |= 1u << q;
-        }
-      }
-    }
-    auto ld = [&](idx_t z, int q) -> unsigned {
-      if (((rowin >> q) & 1u) == 0) return cword;  // a row outside, constant mode
-      const int c = (t + bx_threads * q) % mw_hw;
-      const idx_t gx = x0 - b.rx + W * c;
-      const T* row = in + z * slice + rowoff[q];
-      if ((fast >> q) & 1u) {
-        const T* p = row + gx;
-        if constexpr (sizeof(T) == 1) {
-          return mw_bits(p[0]) | (mw_bits(p[1]) << 16);
-        } else {
-          const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p);
-          const unsigned sh = static_cast<unsigned>(a & 3u);
-          if (sh == 0) return *reinterpret_cast<const unsigned*>(p);
-          // Two aligned words around it, where both lie within the volume's bytes (a volume
-          // that does not start or end on a word, e.g. a view of external memory, has its
-          // first and last words read voxel by voxel below).
-          if (a - sh >= in_lo && a - sh + 8 <= in_hi) {
-            const auto* u = reinterpret_cast<const unsigned*>(a - sh);
-            return __funnelshift_r(u[0], u[1], 8u * sh);
-          }
-        }
-      }
-      return mw_edge_word(row, gx, g.nx, mode, cval);
-    };
-
-    unsigned pv[NP];  // the next slice
-#pragma unroll
-    for (int q = 0; q < NP; ++q)
-      if ((active >> q) & 1u) pv[q] = ld(zs, q);
-    const int bc = t % mw_hw, br0 = (t / mw_hw) * bx_seg;
-    for (idx_t z = zs; z < ze; ++z) {
-      // A.
-#pragma unroll
-      for (int q = 0; q < NP; ++q)
-        if ((active >> q) & 1u) a_s[t + bx_threads * q] = pv[q];
-      if (z + 1 < ze) {
-#pragma unroll
-        for (int q = 0; q < NP; ++q)
-          if ((active >> q) & 1u) pv[q] = ld(z + 1, q);
-      }
-      __syncthreads();
-      // B: y over rows br0 .. br0 + bx_seg of word column bc.
-      {
-        unsigned v[bx_seg + 2 * R];
-#pragma unroll
-        for (int k = 0; k < bx_seg + 2 * R; ++k) v[k] = a_s[(br0 + k) * mw_hw + bc];
-#pragma unroll
-        for (int j = 0; j < bx_seg; ++j) {
-          unsigned acc = v[j];
-#pragma unroll
-          for (int d = 1; d <= 2 * R; ++d)
-            if (d <= 2 * b.ry) acc = lane_combine<OP, T>(acc, v[j + d]);
-          b_s[(br0 + j) * mw_hw + bc] = acc;
-        }
-      }
-      __syncthreads();
-      // C: x into the output slice.
-#pragma unroll
-      for (int j = 0; j < bx_ty / bx_warps; ++j) {
-        const int r = w + bx_warps * j;
-        const idx_t gy = y0 + r;
-#pragma unroll
-        for (int m = 0; m < mw_hw / 32; ++m) {
-          const int k = lane + 32 * m;
-          if (k >= tw || gy >= g.ny) continue;
-          const unsigned* bp = b_s + r * mw_hw + k;
-          unsigned acc = bp[0];
-#pragma unroll
-          for (int d = 1; d <= 2 * R; ++d) {
-            if (d <= 2 * b.rx) {
-              const unsigned s =
-                  d % 2 == 0 ? bp[d / 2] : __funnelshift_r(bp[d / 2], bp[d / 2 + 1], 16u);
-              acc = lane_combine<OP, T>(acc, s);
-            }
-          }
-          const idx_t gx = x0 + W * k;
-          T* o = out + z * slice + gy * g.nx + gx;
-          if (gx + W <= g.nx && reinterpret_cast<std::uintptr_t>(o) % (W * sizeof(T)) == 0) {
-            if constexpr (sizeof(T) == 1) {
-              // Bytes 0 and 2 of the lanes: the two voxels.
-              *reinterpret_cast<std::uint16_t*>(o) =
-                  static_cast<std::uint16_t>(__byte_perm(acc, 0u, 0x0020u));
-            } else {
-              *reinterpret_cast<unsigned*>(o) = acc;
-            }
-          } else {
-            o[0] = static_cast<T>(acc);
-            if (gx + 1 < g.nx) o[1] = static_cast<T>(acc >> 16);
-          }
-        }
-      }
-      // No barrier here: the next A writes a_s (B is done with it), the next B writes b_s only
-      // after the next first barrier.
-    }
-    __syncthreads();
-  });
-}
-
-template <class T, int OP, int R>
-void launch_mm_lane(const box_geom& bg, const dim3& grid, stream_view s, const T* src, T* dst,
-                    border mode, T cval) {
-  constexpr std::size_t bytes = ml_shared_bytes<R>();
-  static_assert(bytes <= (48u << 10), "within the default shared memory: no opt-in");
-  count_launch();
-  box_mm_lane_kernel<T, OP, R><<<grid, bx_threads, bytes, s.value()>>>(src, dst, bg, mode, cval);
-}
-
 // ---- the z pass of the 3D min and max --------------------------------------------------------
 
 /// Combines two lanes' packs voxel by voxel (OP 1 min, 2 max): four 8-bit or two 16-bit voxels
@@ -794,9 +540,18 @@ void launch_mm_lane(const box_geom& bg, const dim3& grid, stream_view s, const T
 template <int OP, class T, int E, int W>
 __device__ __forceinline__ void wk_combine(wk_words<T, E, W>& a, const wk_words<T, E, W>& b) {
   static_assert(OP == 1 || OP == 2, "min or max");
-  if constexpr (mw_serves<T>) {
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
 #pragma unroll
-    for (int k = 0; k < W; ++k) a.u[k] = word_combine<OP, T>(a.u[k], b.u[k]);
+    for (int k = 0; k < W; ++k)
+      a.u[k] = OP == 1 ? __vminu4(a.u[k], b.u[k]) : __vmaxu4(a.u[k], b.u[k]);
+  } else if constexpr (std::is_same_v<T, std::uint16_t>) {
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      a.u[k] = OP == 1 ? __vminu2(a.u[k], b.u[k]) : __vmaxu2(a.u[k], b.u[k]);
+  } else if constexpr (std::is_same_v<T, std::int16_t>) {
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      a.u[k] = OP == 1 ? __vmins2(a.u[k], b.u[k]) : __vmaxs2(a.u[k], b.u[k]);
   } else {
 #pragma unroll
     for (int j = 0; j < E; ++j) a.v[j] = box_combine<OP>(a.v[j], b.v[j]);
@@ -1006,31 +761,6 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   };
   // The fused tile kernel, from src into `out`.
   auto tile_pass = [&](stream_view s, const slab& w, const T* src) {
-    if constexpr (!mean && mw_serves<T>) {
-      // 2D min/max (and 3D after the z walk) of 8- and 16-bit voxels: the lane tile kernel.
-      if (!tile3 && minmax_word_tile.load(std::memory_order_relaxed)) {
-        constexpr int OP = P == pass_op::min ? 1 : 2;
-        box_geom bg = b;
-        bg.tx = ml_tile_x(static_cast<idx_t>(e.x), b.rx);
-        bg.g = make_march(e, w, bg.tx, bx_ty, 16);
-        const dim3u gr = march_grid(bg.g);
-        const dim3 grid(gr.x, gr.y, gr.z);
-        auto go = [&](auto rt) {
-          launch_mm_lane<T, OP, decltype(rt)::value>(bg, grid, s, src, out.data(), o.mode, cval);
-        };
-        if (bucket == 2) {
-          go(std::integral_constant<int, 2>{});
-        } else if (bucket == 4) {
-          go(std::integral_constant<int, 4>{});
-        } else if (bucket == 8) {
-          go(std::integral_constant<int, 8>{});
-        } else {
-          go(std::integral_constant<int, 16>{});
-        }
-        check_launch(op);
-        return;
-      }
-    }
     box_geom bg = b;
     bg.g = make_march(e, w, b.tx, bx_ty, tile3 ? min_chunk : 16);
     const dim3u gr = march_grid(bg.g);

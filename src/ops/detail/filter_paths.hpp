@@ -12,11 +12,6 @@ namespace vox::detail::filt {
 /// (false).
 inline std::atomic<bool> minmax_z_walk{true};
 
-/// 2D grey_erosion / grey_dilation of 8- and 16-bit voxels (and the y and x passes of 3D ones
-/// after the z walk): the tile kernel on words of two 16-bit lanes, two voxels per min or max
-/// instruction (true, the default), or the tile kernel voxel by voxel (false).
-inline std::atomic<bool> minmax_word_tile{true};
-
 /// The 3x3(x3) uniform filter of 8- and 16-bit voxels with whole-number sums: int arithmetic
 /// (true, the default), or float sums with a correctly rounded division per pass (false).
 inline std::atomic<bool> uniform3_int_sums{true};
