@@ -223,7 +223,9 @@ need sample:seed_timeline "$LOG_SAMPLES" "$BUILD/samples/seed_timeline" &&
 # the CuPy tests, samples/python/seed_streams.py and bench/python_overhead.py (RESULT lines).
 # Needs python3 with numpy and nanobind (cupy, scipy, pytest where present).
 if python3 -c "import nanobind, numpy" 2>/dev/null; then
-  step python "$LOG_SAMPLES" 300 bash "$ROOT/python/gpu_test.sh" "$BUILD"
+  # Its seed timelines go with the pictures: python/gpu_test.sh writes them to $OUT, which is
+  # also the caller's folder of these logs (a device machine's $OUT holds few files).
+  step python "$LOG_SAMPLES" 300 env OUT="$PICS/seed_streams_py" bash "$ROOT/python/gpu_test.sh" "$BUILD"
 else
   record python SKIP 0 "(python3 lacks nanobind or numpy)"
 fi
