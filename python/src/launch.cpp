@@ -45,8 +45,9 @@ constexpr const char* op_name = "voxstream.launch_per_slice";
 
 using xyz = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;
 
-/// A declared access: the volume, mode (0 read, 1 write), z halo of a read, whole volume.
-using access_spec = std::tuple<Volume*, int, std::size_t, bool>;
+/// A declared access: the volume, mode (0 read, 1 write), z halo of a read, whole volume, and
+/// whether the halo wraps around the volume's ends.
+using access_spec = std::tuple<Volume*, int, std::size_t, bool, bool>;
 
 /// One kernel parameter: kind (0 value, 1 pointer to the volume of access `index`, 2 pointer
 /// to slice z of it, 3 the slice index z), `index`, the value's bytes (kind 0; kind 3: its size
@@ -83,7 +84,7 @@ std::vector<vox::exec::access> accesses_of(const std::vector<access_spec>& specs
   std::vector<vox::exec::access> acc;
   acc.reserve(specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const auto& [vol, mode, halo, whole] = specs[i];
+    const auto& [vol, mode, halo, whole, periodic] = specs[i];
     VOX_EXPECTS(vol != nullptr, op_name, "access " + std::to_string(i) + " has no volume");
     VOX_EXPECTS(mode == 0 || mode == 1, op_name, "access mode must be read (0) or write (1)");
     VOX_EXPECTS(mode == 0 || halo == 0, op_name, "a write access has no halo");
@@ -93,6 +94,7 @@ std::vector<vox::exec::access> accesses_of(const std::vector<access_spec>& specs
     a.mode = mode == 0 ? vox::exec::access_mode::read : vox::exec::access_mode::write;
     a.halo = halo;
     a.whole = whole;
+    a.periodic = periodic;
     a.data = vol->data();
     a.elem_bytes = vox::dtype_size(vol->dtype());
     acc.push_back(a);

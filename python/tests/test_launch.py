@@ -77,6 +77,24 @@ def test_ordered_with_other_ops_by_the_ledger(streams):
 
 
 @host_only
+def test_periodic_halo_read(streams):
+    # A kernel with periodic z borders: out[z] = v[z - 1] + v[z + 1], the indices wrapping
+    # around; it reads the whole volume (read_access on its own) with a periodic halo of 1.
+    v = vs.asvolume(random_array((9, 4, 5), "float32"), streams, copy=True)
+    out = vs.zeros((9, 4, 5), "float32", streams)
+    src = vs.read_access(v, halo=1, periodic=True)
+    assert "periodic=True" in repr(src) and "halo=1" in repr(src)
+
+    def k(whole, dst, z):
+        n = whole.shape[0]
+        dst[...] = whole[(z - 1) % n] + whole[(z + 1) % n]
+
+    vs.launch_per_slice(k, 1, 1, [src, vs.slice_ptr(vs.write_access(out)), vs.slice_index])
+    a = v.to_numpy()
+    assert np.array_equal(out.to_numpy(), np.roll(a, 1, axis=0) + np.roll(a, -1, axis=0))
+
+
+@host_only
 def test_slabs_on_the_sets_streams(streams):
     # The timeline shows the launch's slabs on the set's streams, each slab once.
     s = vs.StreamSet(4)

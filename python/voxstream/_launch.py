@@ -9,7 +9,8 @@ launches against other ops) runs and is tested without a GPU.
 Arguments are given in the kernel's parameter order:
 
 - ``slice_ptr(read_access(v, halo=0))`` / ``slice_ptr(write_access(v))``: a pointer to slice z
-  of ``v`` (host: the 2D numpy view ``v[z]``);
+  of ``v`` (host: the 2D numpy view ``v[z]``); ``read_access(v, halo, periodic=True)``: a halo
+  that wraps around the volume's ends;
 - ``read_access(v)`` / ``write_access(v)`` on their own: a pointer to the whole volume (host:
   the 3D view); ``read_all(v)`` / ``write_all(v)``: the same, declaring that every slice's
   launch may touch every slice of ``v``;
@@ -36,19 +37,21 @@ _READ, _WRITE = 0, 1
 class Access:
     """A declared access to a volume (see read_access / write_access)."""
 
-    __slots__ = ("target", "mode", "halo", "whole")
+    __slots__ = ("target", "mode", "halo", "whole", "periodic")
 
-    def __init__(self, target, mode, halo=0, whole=False):
+    def __init__(self, target, mode, halo=0, whole=False, periodic=False):
         self.target = target
         self.mode = mode
         self.halo = int(halo)
         self.whole = bool(whole)
+        self.periodic = bool(periodic)
         if self.halo < 0:
             raise ValueError("voxstream: a read's halo must be 0 or more slices")
 
     def __repr__(self):
         kind = "read" if self.mode == _READ else "write"
         extra = f", halo={self.halo}" if self.halo else ""
+        extra += ", periodic=True" if self.periodic else ""
         return f"voxstream.{kind}{'_all' if self.whole else '_access'}(...{extra})"
 
 
@@ -77,9 +80,14 @@ slice_index = SliceIndex(8)
 slice_index32 = SliceIndex(4)
 
 
-def read_access(v, halo=0) -> Access:
-    """Declares a read of each slice of ``v`` (plus ``halo`` slices either side)."""
-    return Access(v, _READ, halo)
+def read_access(v, halo=0, periodic=False) -> Access:
+    """Declares a read of each slice of ``v`` (plus ``halo`` slices either side).
+
+    ``periodic=True``: the halo wraps around the volume's ends (slice z - 1 of slice 0 is the
+    last slice), as a kernel with periodic (``wrap``) z borders reads; the launches then also
+    wait for the writers of the slices across the ends.
+    """
+    return Access(v, _READ, halo, periodic=periodic)
 
 
 def write_access(v) -> Access:
@@ -224,7 +232,7 @@ def _launch(call, kernel, handle, g, b, smem, args, backend, default_streams, gr
     def access_index(a):
         if id(a) not in acc_ids:
             acc_ids[id(a)] = len(accesses)
-            accesses.append((volume_of(a), a.mode, a.halo, a.whole))
+            accesses.append((volume_of(a), a.mode, a.halo, a.whole, a.periodic))
         return acc_ids[id(a)]
 
     # The set: streams=, else that of the first Volume among the accesses, else the default.
@@ -258,7 +266,7 @@ def _launch(call, kernel, handle, g, b, smem, args, backend, default_streams, gr
 
     # Host backend: numpy views of the volumes (host memory), read accesses read-only.
     views = []
-    for vol, mode, _, _ in accesses:
+    for vol, mode, *_ in accesses:
         arr = _np.asarray(vol)
         if mode == _READ:
             arr = arr.view()

@@ -274,11 +274,28 @@ class op_locks {
   std::vector<std::recursive_mutex*> m_;
 };
 
-z_range range_of(const access& a, const slab& w) {
-  if (a.whole) return {0, a.ext.z};
-  const std::size_t z0 = w.z0 >= a.halo ? w.z0 - a.halo : 0;
-  const std::size_t z1 = std::min(a.ext.z, w.z1 + a.halo);
-  return {z0, z1};
+/// The slices an access of slab `w` covers, as at most two disjoint ranges: [z0 - halo,
+/// z1 + halo) clipped to the volume, and for a periodic halo the parts past either end wrapped
+/// around to the other.
+struct z_ranges {
+  z_range r[2];
+  int n{1};
+};
+
+z_ranges ranges_of(const access& a, const slab& w) {
+  const std::size_t nz = a.ext.z;
+  if (a.whole) return {{{0, nz}, {}}, 1};
+  const std::size_t h = a.halo;
+  const std::size_t z0 = w.z0 >= h ? w.z0 - h : 0;
+  const std::size_t z1 = std::min(nz, w.z1 + h);
+  if (!a.periodic) return {{{z0, z1}, {}}, 1};
+  const std::size_t below = w.z0 < h ? h - w.z0 : 0;        // wrapped to [nz - below, nz)
+  const std::size_t above = w.z1 + h > nz ? w.z1 + h - nz : 0;  // wrapped to [0, above)
+  // The wrapped part meets or overlaps the clipped range (or both ends wrap): every slice.
+  if ((below > 0 && above > 0) || (z1 - z0) + below + above >= nz) return {{{0, nz}, {}}, 1};
+  if (below > 0) return {{{z0, z1}, {nz - below, nz}}, 2};
+  if (above > 0) return {{{0, above}, {z0, z1}}, 2};
+  return {{{z0, z1}, {}}, 1};
 }
 
 // Latest needed event per other stream.
@@ -380,12 +397,14 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
     for (const auto& w : plan) {
       if (w.stream != si) continue;
       for (const auto& a : acc) {
-        const z_range r = range_of(a, w);
-        a.ledger->for_each_run(r.z0, r.z1, [&](const slice_ledger::run& run) {
-          consider(run.entry.writer, waiter, needed);
-          if (a.mode == access_mode::write)
-            for (const auto& rd : run.entry.readers) consider(rd, waiter, needed);
-        });
+        const z_ranges rs = ranges_of(a, w);
+        for (int k = 0; k < rs.n; ++k) {
+          a.ledger->for_each_run(rs.r[k].z0, rs.r[k].z1, [&](const slice_ledger::run& run) {
+            consider(run.entry.writer, waiter, needed);
+            if (a.mode == access_mode::write)
+              for (const auto& rd : run.entry.readers) consider(rd, waiter, needed);
+          });
+        }
       }
     }
     for (const mark* m : needed) {
@@ -439,11 +458,13 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
       std::fill(whole_done.begin(), whole_done.end(), char{0});
       for (const auto& w : plan) {
         if (a.whole && std::exchange(whole_done[w.stream], char{1}) != 0) continue;
-        const z_range r = range_of(a, w);
-        if (mode == access_mode::read) {
-          a.ledger->add_reader(r.z0, r.z1, marks[w.stream]);
-        } else {
-          a.ledger->set_written(r.z0, r.z1, marks[w.stream]);
+        const z_ranges rs = ranges_of(a, w);
+        for (int k = 0; k < rs.n; ++k) {
+          if (mode == access_mode::read) {
+            a.ledger->add_reader(rs.r[k].z0, rs.r[k].z1, marks[w.stream]);
+          } else {
+            a.ledger->set_written(rs.r[k].z0, rs.r[k].z1, marks[w.stream]);
+          }
         }
       }
     }

@@ -561,7 +561,7 @@ void run_gauss_z(stream_set& streams, const char* op, const volume<F>& in, volum
   const gauss_taps<F, R> wz = make_taps<F, R>(sz, rz);
   const F* src = in.data();
   F* dst = out.data();
-  exec::run_op(streams, op, plan, {vox::read(in, z_halo(rz, e)), vox::write(out)},
+  exec::run_op(streams, op, plan, {read_z(in, rz, o.mode), vox::write(out)},
                [&](stream_view s, const slab& w) {
                  enqueue_gauss_z<F, R, EXACT>(s, w, e, src, dst, o, wz, rz, op);
                });
@@ -682,9 +682,8 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
     // One plan for both passes, so that each z slab waits only for the xy slabs of its
     // neighbours' streams: the policy's for the whole filter (two passes of about two copies
     // each), with slabs no shallower than the z pass's chunks.
-    const std::size_t hz = o.dims == 3 ? z_halo(r[2], in.extent()) : 0;
     const std::vector<slab> plan = streams.plan(exec::work_of(
-        {vox::read(in, hz), vox::write(out)}, op,
+        {read_z(in, o.dims == 3 ? r[2] : 0, o.mode), vox::write(out)}, op,
         o.dims == 3 ? 4.0 : 2.0,
         o.dims == 3 ? static_cast<std::size_t>(gauss_z_depth(r[2])) : 1));
     if (o.dims == 2) {

@@ -337,8 +337,8 @@ void run_median3(stream_set& streams, const char* op, const volume<T>& in, volum
       sizeof(T) <= 4 ? median3_depth(e, mw_ox, mw_ty) : median3_depth(e, st_tx, st_ty);
   // Slabs no shallower than the kernel's chunks where those are deep (about 3 copies' time).
   const std::vector<slab> plan = streams.plan(exec::work_of(
-      {vox::read(in, 1), vox::write(out)}, op, 3.0, deep > 16 ? static_cast<std::size_t>(deep) : 1));
-  exec::run_op(streams, op, plan, {vox::read(in, 1), vox::write(out)},
+      {read_z(in, 1, mode), vox::write(out)}, op, 3.0, deep > 16 ? static_cast<std::size_t>(deep) : 1));
+  exec::run_op(streams, op, plan, {read_z(in, 1, mode), vox::write(out)},
                [&](stream_view s, const slab& w) {
                  if constexpr (sizeof(T) <= 4) {
                    const march_geom g = make_march(e, w, mw_ox, mw_ty, deep);
@@ -367,7 +367,7 @@ void run_median_voxels(stream_set& streams, const char* op, const volume<T>& in,
                               static_cast<idx_t>(e.z),
                               mode,
                               cval};
-  exec::run_op(streams, op, {vox::read(in, D3 ? z_halo(S / 2, e) : 0), vox::write(out)},
+  exec::run_op(streams, op, {read_z(in, D3 ? S / 2 : 0, mode), vox::write(out)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
 }
 
@@ -456,7 +456,7 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
                      static_cast<int>(rank),
                      o.mode,
                      cval};
-  exec::run_op(streams, op, {vox::read(in, z_halo(r.z, e)), vox::write(out)},
+  exec::run_op(streams, op, {read_z(in, r.z, o.mode), vox::write(out)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
 #endif
 }

@@ -85,7 +85,7 @@ void run_sobel_direct(stream_set& streams, const char* op, const volume<T>& in,
                          cval,
                          which,
                          o.dims == 3};
-  exec::run_op(streams, op, {vox::read(in, o.dims == 3 ? 1 : 0), vox::write(out)},
+  exec::run_op(streams, op, {read_z(in, o.dims == 3 ? 1 : 0, o.mode), vox::write(out)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
 }
 

@@ -1062,4 +1062,57 @@ TEST(FilterBadInput, MessagesNameTheOpAndTheProblem) {
   }
 }
 
+// border::wrap: the z window of the first slab reaches the last slices, and that of the last slab
+// the first ones. Every filter with a z window must declare that read to the ledger (a periodic
+// halo), or the first slab would not wait for the writer of the last slices: a race on the CUDA
+// backend, where the slabs run on different streams. On a set with a slab per stream (three
+// slabs of 64 slices, each op's slabs no shallower than that), the stream of the first slab waits
+// on the stream that wrote the last slab and back; a clipped halo reaches only the neighbours.
+TEST(FilterLedger, WrapModeWaitsOnTheWritersAcrossTheEnds) {
+  using V = vox::volume<float>;
+  const extent3 e{8, 6, 192};
+  const vox::filter_options w = opts(border::wrap, 3);
+  const std::vector<std::pair<std::string, std::function<void(vox::stream_set&, const V&, V&)>>>
+      ops = {
+          {"uniform 3", [&](auto& s, const V& in, V& out) { vox::uniform(s, in, out, 3, w); }},
+          {"uniform 5", [&](auto& s, const V& in, V& out) { vox::uniform(s, in, out, 5, w); }},
+          {"uniform 1x1x7",
+           [&](auto& s, const V& in, V& out) { vox::uniform(s, in, out, {1, 1, 7}, w); }},
+          {"erosion 5", [&](auto& s, const V& in, V& out) { vox::grey_erosion(s, in, out, 5, w); }},
+          {"dilation 3",
+           [&](auto& s, const V& in, V& out) { vox::grey_dilation(s, in, out, 3, w); }},
+          {"gaussian 1", [&](auto& s, const V& in, V& out) { vox::gaussian(s, in, out, 1.0, w); }},
+          {"gaussian 1,1,3",
+           [&](auto& s, const V& in, V& out) { vox::gaussian(s, in, out, {1.0, 1.0, 3.0}, w); }},
+          {"median 3", [&](auto& s, const V& in, V& out) { vox::median(s, in, out, 3, w); }},
+          {"median 5", [&](auto& s, const V& in, V& out) { vox::median(s, in, out, 5, w); }},
+          {"rank 3x3x5",
+           [&](auto& s, const V& in, V& out) { vox::rank_filter(s, in, out, 7, {3, 3, 5}, w); }},
+          {"sobel z",
+           [&](auto& s, const V& in, V& out) { vox::sobel(s, in, out, vox::filter_axis::z, w); }},
+          {"gradient magnitude",
+           [&](auto& s, const V& in, V& out) { vox::gradient_magnitude(s, in, out, w); }},
+      };
+  for (const auto& [name, run] : ops) {
+    SCOPED_TRACE(name);
+    vox::stream_set_options so;
+    so.policy = vox::slab_policy::every_stream();
+    so.log_waits = true;
+    vox::stream_set s(3, so);
+    V in(s, e), out(s, e);
+    vox::fill(s, in, 1.0f);  // slab k of `in` written on stream k
+    vox::fill(s, out, 0.0f);
+    s.reset_counters();
+    run(s, in, out);
+    bool first_waits_on_last = false, last_waits_on_first = false;
+    for (const auto& r : s.wait_log()) {
+      first_waits_on_last |= r.waiter_index == 0 && r.source_index == 2;
+      last_waits_on_first |= r.waiter_index == 2 && r.source_index == 0;
+    }
+    EXPECT_TRUE(first_waits_on_last);
+    EXPECT_TRUE(last_waits_on_first);
+    s.synchronize();
+  }
+}
+
 }  // namespace

@@ -83,17 +83,22 @@ void zsum(vox::stream_set& s, const vox::volume<float>& in, vox::volume<float>& 
 
 // The streams each stream must wait on when its slabs read [z0 - h, z1 + h) of a volume whose
 // slices were last written by the streams of the same plan: a reference built from the plan.
+// periodic: the halo wraps around the ends (slice z - h of slab 0 is slice nz + z - h).
 std::multiset<wait_pair> expected_halo_waits(const std::vector<vox::slab>& plan, std::size_t nz,
-                                             std::size_t h) {
+                                             std::size_t h, bool periodic = false) {
   std::vector<std::size_t> owner(nz);
   for (const auto& w : plan)
     for (std::size_t z = w.z0; z < w.z1; ++z) owner[z] = w.stream;
   std::set<wait_pair> need;
   for (const auto& w : plan) {
-    const std::size_t lo = w.z0 >= h ? w.z0 - h : 0;
-    const std::size_t hi = std::min(nz, w.z1 + h);
-    for (std::size_t z = lo; z < hi; ++z)
-      if (owner[z] != w.stream) need.insert({w.stream, owner[z]});
+    const auto lo = static_cast<std::ptrdiff_t>(w.z0) - static_cast<std::ptrdiff_t>(h);
+    const auto hi = static_cast<std::ptrdiff_t>(w.z1 + h);
+    const auto n = static_cast<std::ptrdiff_t>(nz);
+    for (std::ptrdiff_t z = lo; z < hi; ++z) {
+      if (!periodic && (z < 0 || z >= n)) continue;
+      const auto zz = static_cast<std::size_t>(((z % n) + n) % n);
+      if (owner[zz] != w.stream) need.insert({w.stream, owner[zz]});
+    }
   }
   return {need.begin(), need.end()};
 }
@@ -322,6 +327,28 @@ TEST_P(LedgerHalo, WiderHaloWaitsOnEveryStreamItReaches) {
   }
 }
 
+// A periodic halo (border::wrap reads) also reaches across the volume's ends: the first slab
+// waits on the writers of the last slices and the last slab on those of the first, and nobody
+// waits twice on a stream whose slices both ranges reach.
+TEST_P(LedgerHalo, PeriodicHaloAlsoWaitsAcrossTheEnds) {
+  const std::size_t n = GetParam();
+  for (std::size_t nz : {std::size_t{3 * n + 2}, std::size_t{37}}) {
+    for (std::size_t h : {std::size_t{1}, std::size_t{2}, std::size_t{3}, nz - 1, nz}) {
+      if (h > nz) continue;
+      SCOPED_TRACE("nz=" + std::to_string(nz) + " halo=" + std::to_string(h));
+      for (auto m : {vox::slice_mapping::contiguous, vox::slice_mapping::round_robin}) {
+        vox::stream_set s = logged_set(n, m);
+        vox::volume<float> in(s, {2, 2, nz}), out(s, {2, 2, nz});
+        touch(s, nz, in, out);
+        s.reset_counters();
+        vox::exec::run_op(s, "wrap stencil", s.plan(nz),
+                          {vox::read_periodic(in, h), vox::write(out)}, noop);
+        EXPECT_EQ(waits_of(s), expected_halo_waits(s.plan(nz), nz, h, true)) << show(waits_of(s));
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ledger, LedgerHalo, ::testing::Values<std::size_t>(1, 2, 3, 4, 8),
                          [](const ::testing::TestParamInfo<std::size_t>& p) {
                            return "N" + std::to_string(p.param);
@@ -346,6 +373,41 @@ TEST(Ledger, RoundRobinStencilWaitsOnNeighboursModuloN) {
   EXPECT_EQ(waits_of(s), expected_halo_waits(s.plan(nz), nz, 1));
   EXPECT_EQ(s.waits_inserted(), 2 * n);
   EXPECT_GT(s.waits_inserted(), 2 * (n - 1));
+}
+
+// The wrapped part of a periodic read is recorded as a read: a later write of the last slab
+// waits on the stream of the first slab, which read its slices across the end (and a clipped
+// halo read would not make it wait).
+TEST(Ledger, WriteAfterPeriodicReadWaitsOnTheReadersAcrossTheEnds) {
+  const std::size_t n = 3, nz = 9;  // slabs [0, 3), [3, 6), [6, 9) on streams 0, 1, 2
+  for (bool periodic : {false, true}) {
+    SCOPED_TRACE(periodic ? "periodic" : "clipped");
+    vox::stream_set s = logged_set(n);
+    vox::volume<float> in(s, {3, 2, nz}), out(s, {3, 2, nz});
+    touch(s, nz, in, out);
+    vox::exec::run_op(s, "stencil", s.plan(nz),
+                      {periodic ? vox::exec::access(vox::read_periodic(in, 1))
+                                : vox::exec::access(vox::read(in, 1)),
+                       vox::write(out)},
+                      noop);
+    s.reset_counters();
+    touch(s, nz, in);  // write after read: wait on the other streams that read each slab
+    std::multiset<wait_pair> expect{{0, 1}, {1, 0}, {1, 2}, {2, 1}};
+    if (periodic) expect.insert({{0, 2}, {2, 0}});
+    EXPECT_EQ(waits_of(s), expect) << show(waits_of(s));
+  }
+}
+
+// A one-slab plan's periodic read covers the volume once: the same waits as a plain read.
+TEST(Ledger, PeriodicReadOfOneSlabIsAPlainRead) {
+  vox::stream_set s = logged_set(3);
+  const std::size_t nz = 10;
+  vox::volume<float> in(s, {2, 2, nz}), out(s, {2, 2, nz});
+  touch(s, nz, in, out);
+  s.reset_counters();
+  vox::exec::run_op(s, "wrap", {vox::slab{1, 0, nz}}, {vox::read_periodic(in, 4), vox::write(out)},
+                    noop);
+  EXPECT_EQ(waits_of(s), (std::multiset<wait_pair>{{1, 0}, {1, 2}})) << show(waits_of(s));
 }
 
 // A whole-volume op on one stream joins exactly the other streams that wrote the volume.

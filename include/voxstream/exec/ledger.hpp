@@ -173,6 +173,10 @@ struct access {
   extent3 ext{};
   access_mode mode{access_mode::read};
   std::size_t halo{0};
+  /// The halo wraps around the volume's ends (a read of a filter in border::wrap mode): slab
+  /// [z0, z1) reads [z0 - halo, z1 + halo) modulo the volume's slices, so slab 0 also waits on
+  /// the writers of the last `halo` slices, and the last slab on those of the first.
+  bool periodic{false};
   bool whole{false};
   const void* data{nullptr};  ///< identity of the storage, to detect in-place stencils
   std::size_t elem_bytes{0};  ///< bytes per voxel (the slab policy's work; 0: unknown)

@@ -718,9 +718,8 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   // Each chunk reads 2 rz halo slices again (the min/max filters them again too): chunks of at
   // least 8 rz slices keep that under a quarter.
   const idx_t min_chunk = std::max<idx_t>(16, 8 * r.z);
-  const std::size_t hz = z_halo(r.z, e);
   const std::vector<slab> plan = streams.plan(
-      exec::work_of({vox::read(in, hz), vox::write(out)}, op, zwalk && tile ? 4.0 : 2.0,
+      exec::work_of({read_z(in, r.z, o.mode), vox::write(out)}, op, zwalk && tile ? 4.0 : 2.0,
                     static_cast<std::size_t>(d3 ? min_chunk : 1)));
   // The intermediate of the walk and the tile kernel, when the caller gives no scratch: on one
   // slab a stream-ordered buffer on its stream, else a volume on the set. Allocated before any
@@ -791,12 +790,12 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
     check_launch(op);
   };
   if (!zwalk) {
-    exec::run_op(streams, op, plan, {vox::read(in, tile3 ? hz : 0), vox::write(out)},
+    exec::run_op(streams, op, plan, {read_z(in, tile3 ? r.z : 0, o.mode), vox::write(out)},
                  [&](stream_view s, const slab& w) { tile_pass(s, w, in.data()); });
     return true;
   }
   if (!tile) {
-    exec::run_op(streams, op, plan, {vox::read(in, hz), vox::write(out)},
+    exec::run_op(streams, op, plan, {read_z(in, r.z, o.mode), vox::write(out)},
                  [&](stream_view s, const slab& w) { walk(s, w, out.data()); });
     return true;
   }
@@ -804,7 +803,7 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
     // One slab: both kernels in one run_op on its stream, one event whatever the set's size
     // (issue 17); the intermediate is the caller's scratch, written under this run_op, or the
     // stream-ordered buffer on that stream.
-    std::vector<exec::access> acc{vox::read(in, hz), vox::write(out)};
+    std::vector<exec::access> acc{read_z(in, r.z, o.mode), vox::write(out)};
     if (scratch != nullptr) acc.push_back(vox::write(*scratch));
     T* mid = scratch != nullptr ? scratch->data() : buf->data();
     exec::run_op(streams, op, plan, acc, [&](stream_view s, const slab& w) {
@@ -814,7 +813,7 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
     return true;
   }
   volume<T>& mid = scratch != nullptr ? *scratch : *own;
-  exec::run_op(streams, op, plan, {vox::read(in, hz), vox::write(mid)},
+  exec::run_op(streams, op, plan, {read_z(in, r.z, o.mode), vox::write(mid)},
                [&](stream_view s, const slab& w) { walk(s, w, mid.data()); });
   exec::run_op(streams, op, plan, {vox::read(mid), vox::write(out)},
                [&](stream_view s, const slab& w) { tile_pass(s, w, mid.data()); });

@@ -13,6 +13,7 @@
 #include <voxstream/ops/border.hpp>
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/volume.hpp>
+#include <voxstream/volume/access.hpp>
 
 namespace vox::detail::filt {
 
@@ -91,6 +92,15 @@ inline idx_t gauss_radius(const char* op, double sigma, double truncate, int axi
 /// Halo in z an op declares to the ledger: a radius beyond the volume reads all of it.
 inline std::size_t z_halo(idx_t r, const extent3& e) {
   return std::min(static_cast<std::size_t>(r), e.z);
+}
+
+/// The read of `v` by a filter of z radius r in border mode `mode`: a halo of z_halo(r) slices,
+/// which wraps around the volume's ends in border::wrap mode (the first slab reads the last
+/// slices, the last slab the first ones), so that the ledger orders those reads too.
+template <class T>
+typed_access<const T> read_z(const volume<T>& v, idx_t r, border mode) {
+  const std::size_t h = z_halo(r, v.extent());
+  return mode == border::wrap && h > 0 ? vox::read_periodic(v, h) : vox::read(v, h);
 }
 
 }  // namespace vox::detail::filt

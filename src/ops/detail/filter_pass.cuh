@@ -109,7 +109,7 @@ void run_pass(stream_set& streams, const char* op, const volume<In>& src, volume
                                  cval,
                                  p0,
                                  p1};
-  exec::run_op(streams, op, {vox::read(src, axis == 2 ? z_halo(r, e) : 0), vox::write(dst)},
+  exec::run_op(streams, op, {read_z(src, axis == 2 ? r : 0, mode), vox::write(dst)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
 }
 

@@ -382,10 +382,10 @@ bool run_rank_kernel(stream_set& streams, const char* op, const volume<T>& in, v
   exec::run_op(
       streams, op,
       // Selection over the window: roughly a copy's time per 8 window voxels.
-      streams.plan(exec::work_of({vox::read(in, z_halo(r.z, e)), vox::write(out)}, op,
+      streams.plan(exec::work_of({read_z(in, r.z, mode), vox::write(out)}, op,
                                  std::max(1.0, static_cast<double>(window) / 8.0),
                                  static_cast<std::size_t>(min_chunk))),
-      {vox::read(in, z_halo(r.z, e)), vox::write(out)}, [&](stream_view s, const slab& w) {
+      {read_z(in, r.z, mode), vox::write(out)}, [&](stream_view s, const slab& w) {
         rank_geom bg = b;
         auto launch = [&](auto counter) {
           using C = decltype(counter);

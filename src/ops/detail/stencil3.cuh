@@ -35,7 +35,7 @@ void run_stencil3(stream_set& streams, const char* op, const volume<T>& in, volu
   bool shared = false;
   if constexpr (kind_ok) shared = stencil3s_fits(e, src);
   exec::run_op(
-      streams, op, {vox::read(in, dims == 3 ? 1 : 0), vox::write(out)},
+      streams, op, {read_z(in, dims == 3 ? 1 : 0, mode), vox::write(out)},
       [&](stream_view s, const slab& w) {
         if constexpr (kind_ok && (sizeof(T) == 4 || sizeof(T) == 8)) {
           if (shared) {
