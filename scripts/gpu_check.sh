@@ -251,6 +251,11 @@ if ((BENCH)); then
   # the worst 32/1 ratios and host time against the targets (<= 1.05x, <= 20 us).
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
     step bench_ops_sets "$LOG_BENCH" 240 "$BUILD/bench/ops/bench_ops" --sets 1,32
+  # The same for the 3D Gaussian through the fused one-kernel path (not yet the default): its
+  # host enqueue time and 32/1 ratios (RESULT sets_summary ... gaussian=fused).
+  need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
+    step bench_ops_sets_gauss_fused "$LOG_BENCH" 60 "$BUILD/bench/ops/bench_ops" --sets 1,32 \
+      --gauss-fused --filter gaussian
   # What the host spends enqueuing a few ops on 32 streams: their CUDA runtime calls, recorded
   # by a timeline with api_calls (RESULT ops_api lines, in the summary).
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&

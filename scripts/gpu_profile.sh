@@ -4,10 +4,15 @@
 # bench_ops on 1 and on 32 streams and bench_small_slices, then Nsight Compute (ncu) over the
 # first kernels of each named bench_ops case, on one stream.
 #
-#   scripts/gpu_profile.sh ["bench_ops case substring[::kernel name regex]" ...]
+#   scripts/gpu_profile.sh ["bench_ops case substring[::kernel name regex[::bench_ops arguments]]" ...]
 #
-# Default cases: the issue-3 targets (uniform size=3, gaussian sigma=2, median size=3, sum),
-# each with the regex of its kernels (the setup's own fills and uploads are not profiled). Output: ${OUT:-build/prof-logs}/{bench_ops_1,bench_ops_32,small_slices,ncu_<case>}.txt,
+# Default cases: the worst measured cases of the open issues, each with the regex of its kernels
+# (the setup's own fills and uploads are not profiled) and, where the case is not one of bench_ops'
+# default cases, the bench_ops arguments that run it (then the substring only names the output):
+# the Gaussian sigma 2 on its two-kernel path and its fused one-kernel path (issues 16, 17), the
+# 3D box mean of size 9 and the median 5 of the sweep (uint8, uint16; issue 16), and the EDT and
+# the 26-connected label of the segmentation bench (issue 20). Output:
+# ${OUT:-build/prof-logs}/{bench_ops_1,bench_ops_32,small_slices,ncu_<case>}.txt,
 # and a summary (the RESULT lines and each kernel's duration, DRAM throughput and occupancy).
 # ncu runs with --clock-control none (the device tool's METHOD.md: leave the clocks alone).
 # Environment: PROF_BUILD (an existing cuda build folder to use instead of build/prof),
@@ -20,8 +25,13 @@ mkdir -p "$out"
 jobs=${PROF_JOBS:-16}
 count=${PROF_NCU_COUNT:-3}
 if [ $# -eq 0 ]; then
-  set -- "uniform size=3::stencil3" "gaussian sigma=2::gauss_" "median size=3::median3" \
-    "sum::reduce_partial"
+  sweep="--sweep --streams 1 --sweep-shapes 512x512x300 --reps 20"
+  set -- "gaussian sigma=2::gauss_" \
+    "gaussian_fused::gauss_fused::--streams 1 --reps 20 --filter gaussian --gauss-fused" \
+    "uniform_size=9_u8::box_::$sweep --sweep-types u8 --sweep-ops uniform_size=9" \
+    "median_size=5_u16::rank::$sweep --sweep-types u16 --sweep-ops median_size=5" \
+    "segment_edt::edt_z|edt_y_kernel::--segment --streams 1 --reps 20" \
+    "segment_label::local_kernel|border_kernel|finalize_kernel::--segment --streams 1 --reps 20"
 fi
 
 build=${PROF_BUILD:-build/prof}
@@ -45,13 +55,20 @@ if [ "${PROF_SKIP_BENCH:-0}" != 1 ]; then
 fi
 for arg in "$@"; do
   c=${arg%%::*}
-  k=${arg#*::}
-  [ "$k" = "$arg" ] && k=.
+  rest=${arg#*::}
+  [ "$rest" = "$arg" ] && rest=.
+  k=${rest%%::*}
+  bench_args=${rest#*::}
   f="$out/ncu_${c//[^A-Za-z0-9]/_}.txt"
-  timeout 120 ncu --clock-control none -k "regex:$k" -c "$count" --section SpeedOfLight \
+  if [ "$bench_args" = "$rest" ]; then
+    set_args=(--streams 1 --reps 20 --filter "$c")
+  else
+    read -r -a set_args <<<"$bench_args"
+  fi
+  timeout 180 ncu --clock-control none -k "regex:$k" -c "$count" --section SpeedOfLight \
     --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
     --section WarpStateStats --section SchedulerStats \
-    "$ops" --streams 1 --reps 20 --filter "$c" >"$f" 2>&1
+    "$ops" "${set_args[@]}" >"$f" 2>&1
 done
 
 echo "== summary"

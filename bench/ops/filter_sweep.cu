@@ -8,10 +8,11 @@
 //   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
 //          case=<case>/<dtype>/<shape>
 //   RESULT sweep_harness empty ms=<the fork and join alone> streams=<n>   (first)
-//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|float_sums> ms=<median>
+//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|float_sums|fused> ms=<median>
 //          xcopy=<ms / copy ms> vs_default=<ms / the default path's ms>   (the path a case took
 //          before: 3D min/max of size >= 5 through the tile kernel's z ring; the 3x3(x3) mean of
-//          8- and 16-bit voxels with float sums; timed in the same run)
+//          8- and 16-bit voxels with float sums; the 3D Gaussian of radius <= 8 in one fused
+//          kernel, not yet the default; timed in the same run)
 // `bytes` is the input read once plus the output written once (gaussian writes float).
 // Shapes are x by y by z (z: the slices); scipy's array of the same volume is (z, y, x).
 #include "bench_ops.hpp"
@@ -275,7 +276,10 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     // change), timed in the same run so that the choice stays measured:
     //  - 3D min/max of size 5 and more: z over a ring in the tile kernel (default: the z walk);
     //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (default: int sums).
+    //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (default: the xy
+    //    kernel, then the z kernel).
     std::atomic<bool>* alt = nullptr;
+    bool alt_value = false;  // the switch's value for the other path
     const char* path = "";
     if ((c.op == op_kind::erosion || c.op == op_kind::dilation) && c.dims == 3 && c.size >= 5) {
       alt = &vox::detail::filt::minmax_z_walk;
@@ -283,11 +287,16 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     } else if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>) {
       alt = &vox::detail::filt::uniform3_int_sums;
       path = "float_sums";
+    } else if (c.op == op_kind::gaussian && c.dims == 3 && 4.0 * c.sigma.x + 0.5 < 9.0 &&
+               4.0 * c.sigma.y + 0.5 < 9.0 && 4.0 * c.sigma.z + 0.5 < 9.0) {
+      alt = &vox::detail::filt::gauss_fused;
+      alt_value = true;
+      path = "fused";
     }
     if (alt != nullptr) {
-      alt->store(false);
+      const bool was = alt->exchange(alt_value);
       const measured a = time_case(t, o, run);
-      alt->store(true);
+      alt->store(was);
       std::printf("%-24s %-4s %-12s %9.3f ms %8.1f GB/s  %6.2fx copy  (%d runs; %.2fx the "
                   "default)\n",
                   (c.name + "_" + path).c_str(), dt, shape.c_str(), a.ms, bytes / (a.ms * 1e6),

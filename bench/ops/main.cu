@@ -59,6 +59,9 @@
 // --api: after timing each case, runs it once more under a vox::profile::timeline that records
 // the CUDA runtime calls, and prints a "RESULT ops_api" line: the host time of the calls and
 // the three that took longest (what the host spends enqueuing the op).
+// --gauss-fused: every mode above runs the 3D Gaussian of radius <= 8 through the fused kernel
+// (src/ops/detail/gauss_fused.cuh; not yet the library's default), e.g. its host time and
+// stream-set ratios: bench_ops --sets 1,32 --gauss-fused --filter gaussian
 #include "bench_ops.hpp"
 
 #include <cuda_runtime.h>
@@ -74,6 +77,8 @@
 
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/profile/timeline.hpp>
+
+#include "../../src/ops/detail/filter_paths.hpp"
 
 namespace voxbench {
 namespace {
@@ -203,6 +208,7 @@ int main(int argc, char** argv) {
     if (a == "--api") api = true;
     if (a == "--sweep") sweep = true;
     if (a == "--segment") segment = true;
+    if (a == "--gauss-fused") vox::detail::filt::gauss_fused.store(true);
     if (a == "--sweep-list") {
       list_filter_sweep();
       return 0;

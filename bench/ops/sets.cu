@@ -13,6 +13,8 @@
 // has its own outputs, so no wait crosses from one timed set to another.
 #include "bench_ops.hpp"
 
+#include "../../src/ops/detail/filter_paths.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -308,8 +310,9 @@ int run_sets(const sets_options& o) {
     line("user_ratio", w_user, ratio_target, "");
   }
   line("host_us", w_host, host_us_target, " us");
-  std::printf("RESULT sets_summary streams=%zu/%zu cases=%d counted=%d", hi, lo, n_cases,
-              n_counted);
+  std::printf("RESULT sets_summary streams=%zu/%zu cases=%d counted=%d%s", hi, lo, n_cases,
+              n_counted,
+              vox::detail::filt::gauss_fused.load() ? " gaussian=fused" : "");
   if (compare)
     std::printf(" worst_ratio=%.3f worst_ratio_case=%s ratio_missed=%d worst_user_ratio=%.3f "
                 "worst_user_ratio_case=%s user_ratio_missed=%d ratio_target=%.2f",

@@ -18,6 +18,7 @@
 #include "detail/filter_box.cuh"
 #include "detail/filter_checks.hpp"
 #include "detail/filter_pass.cuh"
+#include "detail/gauss.cuh"
 #include "detail/filter_paths.hpp"
 #include "detail/march.cuh"
 #include "detail/stencil3.cuh"
@@ -27,18 +28,6 @@
 
 #if VOX_BACKEND_CUDA
 namespace vox::detail::filt {
-/// scipy's _gaussian_kernel1d(sigma, 0, radius), in double, into w[0 .. 2 r] (no allocation:
-/// the 3D Gaussian computes three per call, on the host's enqueue path).
-inline void gauss_weights(double sigma, idx_t r, double* w) {
-  double sum = 0;
-  for (idx_t i = -r; i <= r; ++i) {
-    // The centre tap is exp(0) = 1 for any sigma (-0.5 / sigma^2 is -inf when sigma^2 underflows).
-    w[static_cast<std::size_t>(i + r)] = i == 0 ? 1.0 : std::exp(-0.5 / (sigma * sigma) * double(i * i));
-    sum += w[static_cast<std::size_t>(i + r)];
-  }
-  for (idx_t i = 0; i <= 2 * r; ++i) w[i] /= sum;
-}
-
 VOX_BOX_FUSED(extern template, pass_op::mean)
 VOX_BOX_FUSED(extern template, pass_op::min)
 VOX_BOX_FUSED(extern template, pass_op::max)
@@ -129,47 +118,10 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
 // the window never reach the result (an infinity there would otherwise turn into NaN); EXACT
 // kernels serve radius == R without that test.
 
-template <class F, int R>
-struct gauss_taps {
-  F w[2 * R + 1];
-  int r;  ///< actual radius <= R
-};
-
-template <class F, int R>
-gauss_taps<F, R> make_taps(double sigma, idx_t r) {
-  gauss_taps<F, R> t{};
-  double w[2 * R + 1];
-  gauss_weights(sigma, r, w);  // r <= R: the bucket holds the radius
-  for (idx_t i = -r; i <= r; ++i) t.w[R + i] = static_cast<F>(w[i + r]);
-  t.r = static_cast<int>(r);
-  return t;
-}
-
-/// Whether tap `tap` (0..2R) of a bucket-R window is inside the actual radius r.
-template <int R, bool EXACT>
-__device__ __forceinline__ bool tap_on(int tap, int r) {
-  if constexpr (EXACT) {
-    return true;
-  } else {
-    return (tap >= R ? tap - R : R - tap) <= r;
-  }
-}
-
-/// out[j] = sum over taps of w[tap] * in[j + tap] for 8 outputs, streaming the 8 + 2R inputs
-/// once (only the 8 sums stay live). `at(k)` reads input k.
+/// The 8-output correlation of the xy kernels (correlate_n in detail/gauss.cuh).
 template <class F, int R, bool EXACT, class At>
 __device__ __forceinline__ void correlate8(const gauss_taps<F, R>& w, At at, F (&acc)[8]) {
-#pragma unroll
-  for (int j = 0; j < 8; ++j) acc[j] = F(0);
-#pragma unroll
-  for (int k = 0; k < 8 + 2 * R; ++k) {
-    const F v = at(k);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int tap = k - j;
-      if (tap >= 0 && tap <= 2 * R && tap_on<R, EXACT>(tap, w.r)) acc[j] += w.w[tap] * v;
-    }
-  }
+  correlate_n<8, F, R, EXACT>(w, at, acc);
 }
 
 inline constexpr int gx_tile = 64;  // output columns per block of the xy pass
@@ -674,6 +626,9 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
   };
 
 #if VOX_BACKEND_CUDA
+  if (o.dims == 3 && gauss_fused.load(std::memory_order_relaxed) &&
+      run_gauss_fused<T, F>(streams, op, in, out, o, sg, r))
+    return;
   const int bxy = gauss_bucket<F>(std::max(r[0], r[1]));
   const int bz = o.dims == 3 ? gauss_bucket<F>(r[2]) : 4;
   // The fused kernels keep in-slice offsets in 32 bits.

@@ -23,6 +23,7 @@
 #include <voxstream/volume.hpp>
 
 #include "../../src/memory/detail/counters.hpp"
+#include "../../src/ops/detail/filter_paths.hpp"
 #include "../common/compare.hpp"
 
 #include "../common/random.hpp"
@@ -619,6 +620,42 @@ TEST_P(ReduceCalls, TheGaussianOnOneSlabIsOneEvent) {
     EXPECT_EQ(fetch(s, out), fetch(s, ref));
     const auto mid = fetch(s, scratch);
     EXPECT_EQ(std::count_if(mid.begin(), mid.end(), [](float v) { return v != v; }), 0);
+  }
+}
+
+// The fused Gaussian (radius <= 8 on every axis): one launch and one event per slab, no
+// allocation and no intermediate, on one slab and on a slab per stream; the same voxels as the
+// two-kernel path.
+TEST_P(ReduceCalls, TheFusedGaussianIsOneLaunchPerSlab) {
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the fused Gaussian is the cuda backend's";
+  using namespace reduce_test;
+  struct fused {
+    fused() { vox::detail::filt::gauss_fused.store(true); }
+    ~fused() { vox::detail::filt::gauss_fused.store(false); }
+  };
+  const extent3 tall{37, 21, 150};
+  vox::stream_set_options mo;
+  mo.policy = vox::slab_policy::every_stream();
+  for (bool many : {false, true}) {
+    SCOPED_TRACE(many ? "a slab per stream" : "the default policy");
+    vox::stream_set s = many ? vox::stream_set(GetParam(), mo) : vox::stream_set(GetParam());
+    const auto h = random_values<float>(tall.voxels(), 71);
+    const auto in = make_volume(s, tall, h);
+    vox::volume<float> out(s, tall, -7.0f), ref(s, tall, -9.0f);
+    for (const vox::sigma3 sg : {vox::sigma3{2.0}, vox::sigma3{1.0}, vox::sigma3{1.0, 1.5, 0.5}}) {
+      vox::gaussian(s, in, ref, sg);  // the two-kernel path
+      {
+        const fused on;
+        vox::gaussian(s, in, out, sg);  // warm
+        s.synchronize();
+        const calls c = count_calls(s, [&] { vox::gaussian(s, in, out, sg); });
+        const std::size_t slabs = many ? GetParam() : 1;
+        EXPECT_EQ(c.launches, slabs);
+        EXPECT_EQ(c.events, slabs);
+        EXPECT_EQ(c.allocations, 0u);
+      }
+      EXPECT_EQ(fetch(s, out), fetch(s, ref));
+    }
   }
 }
 

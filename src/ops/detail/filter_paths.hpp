@@ -16,4 +16,10 @@ inline std::atomic<bool> minmax_z_walk{true};
 /// (true, the default), or float sums with a correctly rounded division per pass (false).
 inline std::atomic<bool> uniform3_int_sums{true};
 
+/// The 3D Gaussian of radius at most 8 along every axis: one kernel per slab that filters each
+/// slice in x and y into a shared-memory ring and sums z from the ring (true), or the xy kernel
+/// into an intermediate volume and then the z kernel (false, the default until the fused kernel
+/// is measured on a GPU). Both give the same voxels. The host backend has one path.
+inline std::atomic<bool> gauss_fused{false};
+
 }  // namespace vox::detail::filt
