@@ -195,20 +195,7 @@ __global__ void __launch_bounds__(gx_threads, sizeof(F) == 4 ? 3 : 2)
         [[maybe_unused]] unsigned goff[PF ? NPRE : 1] = {};
         [[maybe_unused]] unsigned outside = 0;
         if constexpr (PF) {
-#pragma unroll
-          for (int k = 0; k < NPRE; ++k) {
-            const int i = t + k * gx_threads;
-            goff[k] = 0;
-            if (i < HY * HX) {
-              const idx_t mx = map_fast(x0 + i % HX - R, g.nx, mode);
-              const idx_t my = map_fast(y0 + i / HX - R, g.ny, mode);
-              if (mx < 0 || my < 0) {
-                outside |= 1u << k;
-              } else {
-                goff[k] = static_cast<unsigned>(my * g.nx + mx);
-              }
-            }
-          }
+          outside = tile_offsets<NPRE, gx_threads>(t, HX, HY, x0, y0, R, R, g, mode, goff);
         }
         [[maybe_unused]] auto fetch_slot = [&](const T* p, int k) -> F {
           const F v = static_cast<F>(p[goff[k]]);

@@ -141,21 +141,7 @@ __global__ void __launch_bounds__(rk_threads<C>)
     // This thread's share of a haloed plane (elements t + NT q): in-slice offsets and the
     // elements outside the slice (constant mode: cval).
     unsigned off[NPRE];
-    unsigned outside = 0;
-#pragma unroll
-    for (int q = 0; q < NPRE; ++q) {
-      const int i = t + NT * q;
-      off[q] = 0;
-      if (i < plane) {
-        const idx_t mx = map_fast(x0 + i % hx - b.rx, g.nx, mode);
-        const idx_t my = map_fast(y0 + i / hx - b.ry, g.ny, mode);
-        if (mx < 0 || my < 0) {
-          outside |= 1u << q;
-        } else {
-          off[q] = static_cast<unsigned>(my * g.nx + mx);
-        }
-      }
-    }
+    const unsigned outside = tile_offsets<NPRE, NT>(t, hx, hy, x0, y0, b.rx, b.ry, g, mode, off);
     auto fetch = [&](idx_t zi, T(&v)[NPRE]) {
       const idx_t mz = map_fast(zi, g.nz, mode);
 #pragma unroll

@@ -55,7 +55,6 @@ struct gf_layout {
   static constexpr int NPRE = (HY * HX + gf_threads - 1) / gf_threads;  ///< loads per thread
   static constexpr int PIX = TX * TY / gf_threads;  ///< z outputs per thread and slice
   static_assert(TX * TY % gf_threads == 0 && TY % 4 == 0 && TX % 8 == 0);
-  static_assert(NPRE <= 32, "the outside mask is a 32-bit word");
 };
 
 template <class T, class F, int R, bool EXACT>
@@ -74,24 +73,10 @@ __global__ void __launch_bounds__(gf_threads, R <= 4 ? 3 : 2)
 
   for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
     const idx_t x0 = bx * TX, y0 = by * TY;
-    // The in-slice offset of each of this thread's haloed-tile elements, border rules applied
-    // once per tile; bit k of `outside`: element k is outside the slice in constant mode.
+    // The in-slice offset of each of this thread's haloed-tile elements; bit k of `outside`:
+    // element k is outside the slice in constant mode.
     unsigned goff[NPRE];
-    unsigned outside = 0;
-#pragma unroll
-    for (int k = 0; k < NPRE; ++k) {
-      const int i = t + k * NT;
-      goff[k] = 0;
-      if (i < HY * HX) {
-        const idx_t mx = map_fast(x0 + i % HX - R, g.nx, mode);
-        const idx_t my = map_fast(y0 + i / HX - R, g.ny, mode);
-        if (mx < 0 || my < 0) {
-          outside |= 1u << k;
-        } else {
-          goff[k] = static_cast<unsigned>(my * g.nx + mx);
-        }
-      }
-    }
+    const unsigned outside = tile_offsets<NPRE, NT>(t, HX, HY, x0, y0, R, R, g, mode, goff);
     // Step j of the walk filters slice zs - R + j in x and y (j < steps); its source slice, or
     // null where that slice is outside the volume in constant mode.
     const int steps = static_cast<int>(ze - zs) + 2 * R;

@@ -74,6 +74,34 @@ __device__ __forceinline__ idx_t map_fast(idx_t i, idx_t n, border mode) {
   return (i >= 0 && i < n) ? i : map_outside(i, n, mode);
 }
 
+/// The in-slice offsets of this thread's elements t + NT k (k < N) of a haloed tile of w x h
+/// elements whose element (0, 0) is voxel (x0 - rx, y0 - ry), border rules applied (once per
+/// tile: they cost more than a filter's taps when applied per slice); off[k] = 0 beyond the
+/// tile. Returns the mask of the elements outside the slice in constant mode (bit k: element k
+/// reads cval).
+template <int N, int NT>
+__device__ __forceinline__ unsigned tile_offsets(int t, int w, int h, idx_t x0, idx_t y0, int rx,
+                                                 int ry, const march_geom& g, border mode,
+                                                 unsigned (&off)[N]) {
+  static_assert(N <= 32, "the mask is a 32-bit word");
+  unsigned outside = 0;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int i = t + k * NT;
+    off[k] = 0;
+    if (i < w * h) {
+      const idx_t mx = map_fast(x0 + i % w - rx, g.nx, mode);
+      const idx_t my = map_fast(y0 + i / w - ry, g.ny, mode);
+      if (mx < 0 || my < 0) {
+        outside |= 1u << k;
+      } else {
+        off[k] = static_cast<unsigned>(my * g.nx + mx);
+      }
+    }
+  }
+  return outside;
+}
+
 /// Runs fn(bx, by, zs, ze) for every tile (bx, by) of the slab and every z chunk [zs, ze) that
 /// this block owns (grid-stride loops over chunks, tile rows and tile columns): the outer loops
 /// of a z-marching tile kernel. A `return` in fn goes on to the next tile. (The Gaussian z and
