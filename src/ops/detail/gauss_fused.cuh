@@ -186,14 +186,7 @@ inline std::size_t gf_resident(const void* kernel, std::size_t bytes, int dev, c
 template <class F, int R>
 march_geom gf_march(const extent3& e, const slab& w, std::size_t resident) {
   using L = gf_layout<F, R>;
-  march_geom g{};
-  g.nx = static_cast<idx_t>(e.x);
-  g.ny = static_cast<idx_t>(e.y);
-  g.nz = static_cast<idx_t>(e.z);
-  g.z0 = static_cast<idx_t>(w.z0);
-  g.z1 = static_cast<idx_t>(w.z1);
-  g.tiles_x = (g.nx + L::TX - 1) / L::TX;
-  g.tiles_y = (g.ny + L::TY - 1) / L::TY;
+  march_geom g = make_march(e, w, L::TX, L::TY);  // its tiles; the chunks are chosen below
   const idx_t depth = g.z1 - g.z0, tiles = g.tiles_x * g.tiles_y;
   const auto slots = static_cast<idx_t>(resident);
   idx_t best_chunk = depth;
