@@ -7,7 +7,8 @@
 //            its 70th percentile (histogram of 4096 bins): ~30% foreground in random blobs;
 //   phantom  an ellipsoid phantom: a hollow outer shell (the enclosed background is one big
 //            hole), a hollow inner shell, and 12 solid ellipsoids of several sizes inside.
-// Cases per mask: label_6, label_26, edt (float distances, unit spacing), fill_holes,
+// Cases per mask: label_6, label_26, edt (float distances, unit spacing), edt_deferred (the same
+// with pass 3's square roots in a launch of their own, not yet the default), fill_holes,
 // erosion_ball3 (binary erosion by a ball of radius 3), and on blobs region_stats (labels of
 // label_6, values = the smoothed noise).
 // Then region_stats on "cells", ~10^5 labels (issue 20's many-label case): a partition of the
@@ -26,6 +27,8 @@
 // With --write-masks DIR, the masks (blobs.u8, phantom.u8, x fastest), the values
 // (values.f32) and the cell labels (cells.i32) are written there for the script.
 #include "bench_ops.hpp"
+
+#include "../../src/ops/detail/distance.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -190,6 +193,12 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
     }
     report("edt", median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }),
            "");
+    // The same with pass 3's square roots deferred to a launch of their own (not yet the
+    // default): RESULT segment edt_deferred.
+    vox::detail::edt::defer_square_roots(true);
+    report("edt_deferred",
+           median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }), "");
+    vox::detail::edt::defer_square_roots(false);
     report("fill_holes",
            median_of(t, o.reps, [&](int) { vox::binary_fill_holes(set, mask, out8); }), "");
     report("erosion_ball3", median_of(t, o.reps, [&](int) {

@@ -24,9 +24,11 @@ namespace detail::edt {
 
 namespace {
 std::atomic<int> capacity_override{0};  // 0: automatic
+std::atomic<bool> deferred_roots{false};
 }  // namespace
 
 void force_stack_capacity(int entries) noexcept { capacity_override.store(std::max(entries, 0)); }
+void defer_square_roots(bool on) noexcept { deferred_roots.store(on); }
 
 /// Entries of the bounded stack of a column pass over columns of `n` voxels with entries of
 /// `entry` bytes, automatically `block_bytes` of shared memory per block of 128 columns; 0:
@@ -144,8 +146,9 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
   }
 
   // Pass 3 needs whole columns along z: one launch on c, after the ledger has joined the slab
-  // streams that wrote b.
+  // streams that wrote b (and, deferring its square roots, one more for them).
   R* dst = out.data();
+  const bool defer = deferred_roots.load(std::memory_order_relaxed);
   std::int32_t* px = ix != nullptr ? ix->data() : nullptr;
   std::int32_t* pyi = iy != nullptr ? iy->data() : nullptr;
   std::int32_t* pzi = iz != nullptr ? iz->data() : nullptr;
@@ -169,16 +172,36 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
                     1);
     const std::size_t smem =
         std::size_t{col_block} * static_cast<std::size_t>(cap_z) * sizeof(z_entry<W>);
-    edt_z_kernel<W, R, Ar><<<grid, dim3(col_threads, col_rows, 1), smem, s.value()>>>(
-        bw, dst, px, pyi, pzi, g, az, cap_z, count, count + 1);
-    check_launch(op);
-    edt_z_fallback_kernel<W, R, Ar>
-        <<<static_cast<unsigned>(slots / fallback_threads), fallback_threads, 0, s.value()>>>(
-            bw, dst, px, pyi, pzi, g, az, pool.data(), count, count + 1);
-    check_launch(op);
+    auto pass3 = [&](auto defer) {
+      constexpr bool D = decltype(defer)::value;
+      edt_z_kernel<W, R, Ar, D><<<grid, dim3(col_threads, col_rows, 1), smem, s.value()>>>(
+          bw, dst, px, pyi, pzi, g, az, cap_z, count, count + 1);
+      check_launch(op);
+      edt_z_fallback_kernel<W, R, Ar, D>
+          <<<static_cast<unsigned>(slots / fallback_threads), fallback_threads, 0, s.value()>>>(
+              bw, dst, px, pyi, pzi, g, az, pool.data(), count, count + 1);
+      check_launch(op);
+    };
+    if constexpr (std::is_same<Ar, exact_arith>::value) {
+      if (defer) {
+        pass3(std::true_type{});
+        edt_finish_kernel<R><<<static_cast<unsigned>(iops::pass_blocks(voxels, 4, op)),
+                               iops::op_threads, 0, s.value()>>>(dst, voxels, az.ss);
+        check_launch(op);
+        return;
+      }
+    }
+    pass3(std::false_type{});
 #else
     (void)s;
-    host_z<W, R, Ar>(bw, dst, px, pyi, pzi, g, az, cap_z);
+    if constexpr (std::is_same<Ar, exact_arith>::value) {
+      if (defer) {
+        host_z<W, R, Ar, true>(bw, dst, px, pyi, pzi, g, az, cap_z);
+        host_finish<R>(dst, voxels, az.ss);
+        return;
+      }
+    }
+    host_z<W, R, Ar, false>(bw, dst, px, pyi, pzi, g, az, cap_z);
 #endif
   });
 }

@@ -401,6 +401,45 @@ TEST(DistanceShapes, BoundedStacksAndTheOverflowPathAgree) {
   vox::detail::edt::force_stack_capacity(0);
 }
 
+// Pass 3 writing squared distances and a last launch taking their roots (the integer arithmetic's
+// deferred square roots): the same distances and indices as the scipy fixtures and the brute
+// force, through the bounded stacks and the overflow path, for float and double outputs.
+TEST(DistanceShapes, DeferredSquareRootsGiveTheSameDistances) {
+  struct deferred {
+    deferred() { vox::detail::edt::defer_square_roots(true); }
+    ~deferred() {
+      vox::detail::edt::defer_square_roots(false);
+      vox::detail::edt::force_stack_capacity(0);
+    }
+  } const on;
+  for (int cap : {1, 5, 0}) {
+    SCOPED_TRACE("stack capacity " + std::to_string(cap));
+    vox::detail::edt::force_stack_capacity(cap);
+    long_shape({33, 40, 9}, 117u + unsigned(cap), 200, {1.0, 1.0, 1.0});
+    long_shape({35, 29, 31}, 127u + unsigned(cap), 3, {2.5, 2.5, 2.5});
+    long_shape({1, 1, 40}, 137u + unsigned(cap), 2, {1.0, 1.0, 1.0});
+    long_shape({26, 3, 33}, 167u + unsigned(cap), 30, {0.75, 0.75, 0.75});
+    long_shape({37, 21, 45}, 177u + unsigned(cap), 40, {0.5, 1.0, 2.5});  // double arithmetic
+  }
+  vox::detail::edt::force_stack_capacity(0);
+  long_shape({3, 2, 900}, 1u, 5, {1.0, 1.0, 1.0});
+  long_shape({40, 30, 1}, 57u, 6, {1.0, 1.0, 1.0});
+  long_shape({9, 7, 5}, 61u, 0, {1.0, 1.0, 1.0});  // no zero voxel: infinity everywhere
+  vox::stream_set set = vox_test::make_set(vox_test::all_configs[1]);
+  for (const fixture& c : load_index()) {
+    SCOPED_TRACE(c.line);
+    const std::size_t n = c.ext.voxels();
+    const auto mask = load_raw<std::uint8_t>("edt_" + c.tag + "_mask.u8", n);
+    const auto dist = load_raw<double>("edt_" + c.tag + "_dist.f64", n);
+    const auto ind = load_raw<std::int16_t>("edt_" + c.tag + "_ind.i16", 3 * n);
+    std::vector<std::uint8_t> zero(n);
+    for (std::size_t i = 0; i < n; ++i) zero[i] = mask[i] == 0 ? 1 : 0;
+    const reference ref = brute_force(zero, c.ext, c.sampling);
+    run_and_check<std::uint8_t, float>(set, c.ext, mask, c.sampling, ref, &dist, &ind);
+    run_and_check<std::uint8_t, double>(set, c.ext, mask, c.sampling, ref, &dist, &ind);
+  }
+}
+
 // --- ledger: a per-slab producer before, a consumer after, the same outputs twice --------------
 
 TEST(DistanceStreams, AfterAProducerAndReusedOutputs) {

@@ -11,4 +11,10 @@ namespace vox::detail::edt {
 /// both backends. Small n sends most columns through the overflow path. For tests and benchmarks.
 void force_stack_capacity(int entries) noexcept;
 
+/// From now on, with the integer arithmetic (isotropic sampling with exact scipy distances):
+/// pass 3 writes each voxel's squared distance, and one more launch takes the square roots, one
+/// voxel per thread (true); or pass 3 writes the distances (false, the default until measured
+/// on a GPU). Both give the same distances; the host backend runs the same two ways.
+void defer_square_roots(bool on) noexcept;
+
 }  // namespace vox::detail::edt

@@ -46,6 +46,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -203,6 +204,26 @@ struct y_column {
   VOX_HD void emit_none(int p) const { out[static_cast<std::size_t>(p) * es] = none_word<W>(); }
 };
 
+/// The squared distance of the integer arithmetic in the bits of an output voxel of type R (a
+/// column pass that defers its square roots to edt_finish, which writes sqrt(ss D) in place):
+/// 32 bits for float (D < 3 * 32767^2 < 2^32), 64 for double; all ones for "no zero voxel".
+template <class R>
+using d2_bits = std::conditional_t<sizeof(R) == 4, std::uint32_t, std::uint64_t>;
+template <class R>
+VOX_HD inline void store_d2(R* p, d2_bits<R> d) {
+  std::memcpy(p, &d, sizeof d);
+}
+/// What edt_finish writes for the bits of one voxel: scipy's distance sqrt(ss D), as
+/// exact_arith::distance computes it, or infinity for "no zero voxel".
+template <class R>
+VOX_HD inline R finish_d2(const R* p, double ss) {
+  d2_bits<R> d;
+  std::memcpy(&d, p, sizeof d);
+  return d == static_cast<d2_bits<R>>(~d2_bits<R>{0})
+             ? static_cast<R>(std::numeric_limits<double>::infinity())
+             : static_cast<R>(std::sqrt(ss * static_cast<double>(d)));
+}
+
 /// Pass 3's stack entry: a site along z and its slice's nearest zero.
 template <class W>
 struct alignas(2 * sizeof(W)) z_entry {
@@ -212,9 +233,14 @@ struct alignas(2 * sizeof(W)) z_entry {
 
 /// Pass 3's column: along z at (x, y), sites weighted by their slice's nearest zero; writes the
 /// distance (exact_arith: from the integer offsets; double_arith: scipy's formula) and, where
-/// asked, the feature's indices.
-template <class W, class R, class Ar>
+/// asked, the feature's indices. DEFER (exact_arith only): writes the squared distance's bits
+/// instead (store_d2), and edt_finish takes the square roots afterwards, one voxel per thread:
+/// a column's positions are written in bursts whose timing differs from lane to lane (when its
+/// run of sites ends), so each burst runs with the warp's other lanes idle, and there the double
+/// square root cost a whole warp's issue slots per voxel.
+template <class W, class R, class Ar, bool DEFER = false>
 struct z_column {
+  static_assert(!DEFER || std::is_same<Ar, exact_arith>::value, "DEFER: integer arithmetic only");
   using word = W;
   using entry = z_entry<W>;
   using G = typename Ar::G;
@@ -234,7 +260,11 @@ struct z_column {
   VOX_HD void emit(int p, const entry& e) const {
     const std::size_t o = static_cast<std::size_t>(p) * es;
     const int fx = fx_of(e.w), fy = fy_of(e.w), fz = static_cast<int>(e.q);
-    if constexpr (std::is_same<Ar, exact_arith>::value) {
+    if constexpr (DEFER) {
+      const int dz = fz - p;
+      store_d2(out + o, static_cast<d2_bits<R>>(static_cast<std::int64_t>(ar.gxy(fx - x, fy - y)) +
+                                                dz * dz));
+    } else if constexpr (std::is_same<Ar, exact_arith>::value) {
       out[o] = static_cast<R>(ar.distance(fz - p, ar.gxy(fx - x, fy - y)));
     } else {
       out[o] = static_cast<R>(feature_distance(ar.sz * static_cast<double>(fz - p),
@@ -249,7 +279,11 @@ struct z_column {
   }
   VOX_HD void emit_none(int p) const {
     const std::size_t o = static_cast<std::size_t>(p) * es;
-    out[o] = static_cast<R>(std::numeric_limits<double>::infinity());
+    if constexpr (DEFER) {
+      store_d2(out + o, static_cast<d2_bits<R>>(~d2_bits<R>{0}));
+    } else {
+      out[o] = static_cast<R>(std::numeric_limits<double>::infinity());
+    }
     if (ix != nullptr) {
       ix[o] = -1;
       iy[o] = -1;
@@ -460,7 +494,7 @@ __global__ void __launch_bounds__(fallback_threads)
 
 /// Pass 3: a thread per column along z at (x, y); the grid's y walks the rows. Overflowing
 /// columns go to the list (count, then ids: y * nx + x).
-template <class W, class R, class Ar>
+template <class W, class R, class Ar, bool DEFER>
 __global__ void __launch_bounds__(col_block, 9)
     edt_z_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
                  geom g, Ar ar, int cap, unsigned long long* count, unsigned long long* ids) {
@@ -471,7 +505,7 @@ __global__ void __launch_bounds__(col_block, 9)
   for (idx y = idx{blockIdx.y} * col_rows + threadIdx.y; y < g.ny; y += idx{gridDim.y} * col_rows) {
     const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) +
                              static_cast<std::size_t>(x);
-    const z_column<W, R, Ar> col{in + base,
+    const z_column<W, R, Ar, DEFER> col{in + base,
                                  out + base,
                                  ix != nullptr ? ix + base : nullptr,
                                  iy != nullptr ? iy + base : nullptr,
@@ -489,7 +523,7 @@ __global__ void __launch_bounds__(col_block, 9)
 
 /// Pass 3's overflow: the listed columns again, thread t with its stack in slot t of `pool`
 /// (entry k at pool[k * slots + t]; slots = the grid's threads).
-template <class W, class R, class Ar>
+template <class W, class R, class Ar, bool DEFER>
 __global__ void __launch_bounds__(fallback_threads)
     edt_z_fallback_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy,
                           std::int32_t* iz, geom g, Ar ar, z_entry<W>* pool,
@@ -503,7 +537,7 @@ __global__ void __launch_bounds__(fallback_threads)
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
   for (unsigned long long i = t; i < n; i += slots) {
     const unsigned long long base = ids[i];
-    const z_column<W, R, Ar> col{in + base,
+    const z_column<W, R, Ar, DEFER> col{in + base,
                                  out + base,
                                  ix != nullptr ? ix + base : nullptr,
                                  iy != nullptr ? iy + base : nullptr,
@@ -514,6 +548,13 @@ __global__ void __launch_bounds__(fallback_threads)
                                  ar};
     envelope(col, st, static_cast<int>(g.nz));
   }
+}
+/// After a deferring pass 3: every voxel's squared-distance bits to its distance, in place.
+template <class R>
+__global__ void edt_finish_kernel(R* out, std::size_t n, double ss) {
+  for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = finish_d2(out + i, ss);
 }
 #endif  // VOX_BACKEND_CUDA
 
@@ -574,7 +615,7 @@ void host_y(W* in, W* out, const geom& g, const Ar& ar, int cap, idx z0, idx z1)
 
 /// Pass 3 on the host: every column along z (cap as in host_y; the retry with an unbounded
 /// stack).
-template <class W, class R, class Ar>
+template <class W, class R, class Ar, bool DEFER>
 void host_z(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
             const geom& g, const Ar& ar, int cap) {
   const idx cols = g.nx * g.ny;
@@ -591,7 +632,7 @@ void host_z(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_
 #endif
     for (idx c = 0; c < cols; ++c) {
       const std::size_t base = static_cast<std::size_t>(c);
-      const z_column<W, R, Ar> col{in + base,
+      const z_column<W, R, Ar, DEFER> col{in + base,
                                    out + base,
                                    ix != nullptr ? ix + base : nullptr,
                                    iy != nullptr ? iy + base : nullptr,
@@ -604,6 +645,16 @@ void host_z(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_
       envelope(col, col_stack<z_entry<W>>{full.data(), 1, nz}, nz);
     }
   }
+}
+
+/// edt_finish_kernel on the host.
+template <class R>
+void host_finish(R* out, std::size_t n, double ss) {
+  const auto m = static_cast<std::ptrdiff_t>(n);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+  for (std::ptrdiff_t i = 0; i < m; ++i) out[i] = finish_d2(out + i, ss);
 }
 
 }  // namespace vox::detail::edt
