@@ -77,5 +77,5 @@ for f in "$out"/bench_ops_1.txt "$out"/bench_ops_32.txt "$out"/small_slices.txt;
 done
 for f in "$out"/ncu_*.txt; do
   echo "-- $f"
-  grep -E '^  [a-z_0-9]+.*\(|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Theoretical Occupancy|No Eligible|Issued Warp' "$f" | head -60
+  grep -E '^  [a-z_0-9]+.*\(|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Theoretical Occupancy|No Eligible|Issued Warp|Active Threads Per Warp' "$f" | head -70
 done
