@@ -219,8 +219,9 @@ std::vector<V> load_raw(const std::string& name, std::size_t n) {
 
 class DistanceScipy : public ::testing::TestWithParam<vox_test::stream_config> {};
 
-TEST_P(DistanceScipy, FixturesFloatAndDouble) {
-  vox::stream_set set = vox_test::make_set(GetParam());
+/// Every scipy fixture on `set`, float and double outputs, against scipy's distances and indices
+/// and the brute force (computed once per fixture).
+void check_fixtures(vox::stream_set& set) {
   const std::vector<fixture> cases = load_index();
   ASSERT_GE(cases.size(), 10u);
   for (const fixture& c : cases) {
@@ -243,6 +244,11 @@ TEST_P(DistanceScipy, FixturesFloatAndDouble) {
       run_and_check<std::uint8_t, double>(set, c.ext, mask, c.sampling, ref, &dist, &ind);
     }
   }
+}
+
+TEST_P(DistanceScipy, FixturesFloatAndDouble) {
+  vox::stream_set set = vox_test::make_set(GetParam());
+  check_fixtures(set);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sets, DistanceScipy, ::testing::ValuesIn(vox_test::all_configs),
@@ -426,18 +432,7 @@ TEST(DistanceShapes, DeferredSquareRootsGiveTheSameDistances) {
   long_shape({40, 30, 1}, 57u, 6, {1.0, 1.0, 1.0});
   long_shape({9, 7, 5}, 61u, 0, {1.0, 1.0, 1.0});  // no zero voxel: infinity everywhere
   vox::stream_set set = vox_test::make_set(vox_test::all_configs[1]);
-  for (const fixture& c : load_index()) {
-    SCOPED_TRACE(c.line);
-    const std::size_t n = c.ext.voxels();
-    const auto mask = load_raw<std::uint8_t>("edt_" + c.tag + "_mask.u8", n);
-    const auto dist = load_raw<double>("edt_" + c.tag + "_dist.f64", n);
-    const auto ind = load_raw<std::int16_t>("edt_" + c.tag + "_ind.i16", 3 * n);
-    std::vector<std::uint8_t> zero(n);
-    for (std::size_t i = 0; i < n; ++i) zero[i] = mask[i] == 0 ? 1 : 0;
-    const reference ref = brute_force(zero, c.ext, c.sampling);
-    run_and_check<std::uint8_t, float>(set, c.ext, mask, c.sampling, ref, &dist, &ind);
-    run_and_check<std::uint8_t, double>(set, c.ext, mask, c.sampling, ref, &dist, &ind);
-  }
+  check_fixtures(set);
 }
 
 // --- ledger: a per-slab producer before, a consumer after, the same outputs twice --------------
