@@ -7,6 +7,7 @@
 #                                     side by side with CuPy, bench_ops --sets 1,32,
 #                                     bench_small_slices, bench_pdl, bench_stream), the CLI demo, and
 #                                     compute-sanitizer memcheck + synccheck over the unit tests
+#                                     (racecheck over the fused Gaussian's tests)
 #   scripts/gpu_check.sh --quick      the same without the sanitizers
 #   scripts/gpu_check.sh --sanitizers the build and the sanitizers only
 #   scripts/gpu_check.sh --no-bench   no benchmarks beyond bench_core, no demo
@@ -289,10 +290,12 @@ fi  # !SAN_ONLY
 if ((QUICK)); then
   record memcheck SKIP 0 "(--quick)"
   record synccheck SKIP 0 "(--quick)"
+  record racecheck SKIP 0 "(--quick)"
 elif [[ -z "$SANITIZER" ]]; then
   echo "compute-sanitizer not found" >>"$LOG_MEMCHECK"
   record memcheck FAIL 0 "(compute-sanitizer not found)"
   record synccheck FAIL 0 "(compute-sanitizer not found)"
+  record racecheck FAIL 0 "(compute-sanitizer not found)"
 else
   for tool in memcheck synccheck; do
     log="$LOG_MEMCHECK"
@@ -306,6 +309,13 @@ else
           --gtest_brief=1
     done
   done
+  # racecheck (shared-memory hazards) over the tests of the newest shared-memory kernel, the
+  # fused Gaussian (uint8 and float; its log goes with synccheck's, to keep the log count).
+  need racecheck "$LOG_SYNCCHECK" "$BUILD/tests/ops/voxstream_ops_tests" &&
+    step racecheck "$LOG_SYNCCHECK" 180 "$SANITIZER" --tool racecheck --error-exitcode 1 \
+      --report-api-errors "$SAN_API_ERRORS" "$BUILD/tests/ops/voxstream_ops_tests" \
+      "--gtest_filter=FilterTyped/0.GaussianInOneKernel*:FilterTyped/4.GaussianInOneKernel*:*TheFusedGaussianIsOneLaunchPerSlab*" \
+      --gtest_brief=1
 fi
 
 # --- pictures ------------------------------------------------------------------------------------
@@ -333,7 +343,7 @@ fi
       while IFS= read -r l; do
         echo "$tag: $l"
         found=1
-      done < <(grep -h 'ERROR SUMMARY' "$log" 2>/dev/null)
+      done < <(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" 2>/dev/null)
       ((found)) || echo "$tag: no ERROR SUMMARY line"
     done
   fi
