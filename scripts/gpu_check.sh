@@ -257,6 +257,10 @@ if ((BENCH)); then
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
     step bench_ops_sets_gauss_fused "$LOG_BENCH" 60 "$BUILD/bench/ops/bench_ops" --sets 1,32 \
       --gauss-fused --filter gaussian
+  # The library's own host time per op around its kernels (plan, ledger, event records) on 1 and
+  # 32 streams (RESULT ledger lines, in the summary).
+  need bench_ledger "$LOG_BENCH" "$BUILD/bench/bench_ledger" &&
+    step bench_ledger "$LOG_BENCH" 60 "$BUILD/bench/bench_ledger"
   # What the host spends enqueuing a few ops on 32 streams: their CUDA runtime calls, recorded
   # by a timeline with api_calls (RESULT ops_api lines, in the summary).
   need bench_ops "$LOG_BENCH" "$BUILD/bench/ops/bench_ops" &&
