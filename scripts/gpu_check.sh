@@ -30,6 +30,10 @@
 #   GPU_CHECK_JOBS          build parallelism (default 16)
 #   GPU_CHECK_CTEST_JOBS    ctest parallelism of the untimed tests (default 8)
 #   GPU_CHECK_TIMED         regex of the tests that run one at a time (timing ratios)
+#   GPU_CHECK_ONLY          extended regex of the step names to run (the rest are skipped, not
+#                           failed; configure and build always run), e.g. to measure the paths
+#                           that are off by default in one call:
+#                           GPU_CHECK_ONLY='^(ctest|bench_sweep|bench_ops_sets|bench_segment|bench_ledger|racecheck)'
 #   VOX_SANITIZER_FILTER    gtest filter for the sanitizer runs (default below)
 #   VOX_SANITIZER_TESTS     test binaries for the sanitizers, relative to build/cuda
 #                           (default: the unit, ops and streaming test binaries)
@@ -73,6 +77,7 @@ OUT_DIR="${OUT:-build/gpu-logs}"
 mkdir -p "$OUT_DIR"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 BUDGET=${GPU_CHECK_BUDGET_S:-570}
+ONLY=${GPU_CHECK_ONLY:-}
 JOBS=${GPU_CHECK_JOBS:-16}
 CTEST_JOBS=${GPU_CHECK_CTEST_JOBS:-8}
 TIMED=${GPU_CHECK_TIMED:-Concurrency|Timing|Perf|timeline_cuda|seed|Overlap}
@@ -133,10 +138,16 @@ record() {
 }
 
 # step NAME LOG LIMIT CMD...: runs CMD (a program, not a function) with its output appended to
-# LOG, under a time limit of min(LIMIT, what is left of the budget).
+# LOG, under a time limit of min(LIMIT, what is left of the budget). With GPU_CHECK_ONLY set, a
+# step whose name it does not match (an extended regex) is skipped, not failed (configure and
+# build always run).
 step() {
   local name=$1 log=$2 limit=$3
   shift 3
+  if [[ -n "$ONLY" && "$name" != configure && "$name" != build && ! "$name" =~ $ONLY ]]; then
+    record "$name" SKIP 0 "(not selected by GPU_CHECK_ONLY)"
+    return
+  fi
   local left=$((DEADLINE - SECONDS - RESERVE))
   if ((left < 10)); then
     echo "==== $name: skipped, the time budget (${BUDGET}s) is spent" >>"$log"
