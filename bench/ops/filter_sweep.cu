@@ -294,9 +294,10 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       path = "fused";
     }
     if (alt != nullptr) {
-      const bool was = alt->exchange(alt_value);
-      const measured a = time_case(t, o, run);
-      alt->store(was);
+      const measured a = [&] {
+        const vox::detail::filt::scoped_path other(*alt, alt_value);
+        return time_case(t, o, run);
+      }();
       std::printf("%-24s %-4s %-12s %9.3f ms %8.1f GB/s  %6.2fx copy  (%d runs; %.2fx the "
                   "default)\n",
                   (c.name + "_" + path).c_str(), dt, shape.c_str(), a.ms, bytes / (a.ms * 1e6),

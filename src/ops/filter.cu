@@ -118,12 +118,6 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
 // the window never reach the result (an infinity there would otherwise turn into NaN); EXACT
 // kernels serve radius == R without that test.
 
-/// The 8-output correlation of the xy kernels (correlate_n in detail/gauss.cuh).
-template <class F, int R, bool EXACT, class At>
-__device__ __forceinline__ void correlate8(const gauss_taps<F, R>& w, At at, F (&acc)[8]) {
-  correlate_n<8, F, R, EXACT>(w, at, acc);
-}
-
 inline constexpr int gx_tile = 64;  // output columns per block of the xy pass
 inline constexpr int gx_threads = 256;
 
@@ -144,7 +138,7 @@ __device__ __forceinline__ void gauss_xy_slice(int t, Src src, F (&xs)[TY + 2 * 
   for (int task = t; task < HY * (TX / 8); task += NT) {
     const int r = task % HY, c0 = (task / HY) * 8;
     F acc[8];
-    correlate8<F, R, EXACT>(
+    correlate_n<8, F, R, EXACT>(
         wx, [&](int k) { return src(r, c0 + k); }, acc);
 #pragma unroll
     for (int j = 0; j < 8; ++j) xs[r][c0 + j] = acc[j];
@@ -153,7 +147,7 @@ __device__ __forceinline__ void gauss_xy_slice(int t, Src src, F (&xs)[TY + 2 * 
   for (int task = t; task < TX * (TY / 8); task += NT) {
     const int c = task % TX, r0 = (task / TX) * 8;
     F acc[8];
-    correlate8<F, R, EXACT>(
+    correlate_n<8, F, R, EXACT>(
         wy, [&](int k) { return xs[r0 + k][c]; }, acc);
     const idx_t gxp = x0 + c;
 #pragma unroll
@@ -473,11 +467,6 @@ void run_gauss_xy(stream_set& streams, const char* op, const volume<T>& in, volu
                });
 }
 
-/// Chunk depth of the z pass of radius rz, and the shallowest slab: each chunk re-reads 2 rz
-/// halo slices, and chunks of at least 8 rz slices keep that under 25% (slabs of 16 on 32
-/// streams would double a radius-8 pass's reads).
-inline idx_t gauss_z_depth(idx_t rz) { return std::max<idx_t>(16, 8 * rz); }
-
 /// Enqueues the z pass of slab `w` of a volume of extent `e` on `s`: src -> dst (src holds
 /// the slab's z halo).
 template <class F, int R, bool EXACT>
@@ -613,7 +602,7 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
   };
 
 #if VOX_BACKEND_CUDA
-  if (o.dims == 3 && gauss_fused.load(std::memory_order_relaxed) &&
+  if (gauss_fused.load(std::memory_order_relaxed) &&
       run_gauss_fused<T, F>(streams, op, in, out, o, sg, r))
     return;
   const int bxy = gauss_bucket<F>(std::max(r[0], r[1]));

@@ -28,10 +28,9 @@ bool run_gauss_fused(stream_set& streams, const char* op, const volume<T>& in, v
   F* dst = out.data();
   const F cval = static_cast<F>(o.cval);
   const int dev = streams.device();
-  // Slabs no shallower than 8 radii: each re-filters 2 r halo slices in x and y.
   const std::vector<slab> plan = streams.plan(
       exec::work_of({read_z(in, r[2], o.mode), vox::write(out)}, op, 4.0,
-                    static_cast<std::size_t>(std::max<idx_t>(16, 8 * r[2]))));
+                    static_cast<std::size_t>(gauss_z_depth(r[2]))));
   auto go = [&](auto rt, auto et) {
     constexpr int R = decltype(rt)::value;
     constexpr bool EXACT = decltype(et)::value;

@@ -392,42 +392,36 @@ TEST(DistanceShapes, BoundedStacksAndTheOverflowPathAgree) {
   // stack would grow past it (pass 2 in place in its input, pass 3 with a global stack); both
   // must give the brute force's result, with the overflow taken by most columns (capacity 1 or
   // 2), by some (5), or by none (0: automatic). Unit and isotropic samplings take the integer
-  // arithmetic, the others double.
-  for (int cap : {1, 2, 5, 0}) {
-    SCOPED_TRACE("stack capacity " + std::to_string(cap));
-    vox::detail::edt::force_stack_capacity(cap);
-    long_shape({37, 21, 45}, 7u + unsigned(cap), 40, {0.5, 1.0, 2.5});
-    long_shape({33, 40, 9}, 17u + unsigned(cap), 200, {1.0, 1.0, 1.0});
-    long_shape({35, 29, 31}, 27u + unsigned(cap), 3, {2.5, 2.5, 2.5});
-    long_shape({1, 1, 40}, 37u + unsigned(cap), 2, {1.0, 1.0, 1.0});
-    long_shape({3, 70000, 1}, 47u + unsigned(cap), 12, {1.0, 1.0, 1.0});
-    long_shape({40, 30, 1}, 57u + unsigned(cap), 6, {1.0, 1.0, 1.0});
-    long_shape({26, 3, 33}, 67u + unsigned(cap), 30, {0.75, 0.75, 0.75});
+  // arithmetic, the others double; each also with pass 3's square roots deferred.
+  for (bool defer : {false, true}) {
+    vox::detail::edt::defer_square_roots(defer);
+    for (int cap : {1, 2, 5, 0}) {
+      SCOPED_TRACE(std::string(defer ? "deferred roots, " : "") + "stack capacity " +
+                   std::to_string(cap));
+      vox::detail::edt::force_stack_capacity(cap);
+      const unsigned seed = unsigned(cap) + (defer ? 100u : 0u);
+      long_shape({37, 21, 45}, 7u + seed, 40, {0.5, 1.0, 2.5});
+      long_shape({33, 40, 9}, 17u + seed, 200, {1.0, 1.0, 1.0});
+      long_shape({35, 29, 31}, 27u + seed, 3, {2.5, 2.5, 2.5});
+      long_shape({1, 1, 40}, 37u + seed, 2, {1.0, 1.0, 1.0});
+      long_shape({3, 70000, 1}, 47u + seed, 12, {1.0, 1.0, 1.0});
+      long_shape({40, 30, 1}, 57u + seed, 6, {1.0, 1.0, 1.0});
+      long_shape({26, 3, 33}, 67u + seed, 30, {0.75, 0.75, 0.75});
+    }
   }
+  vox::detail::edt::defer_square_roots(false);
   vox::detail::edt::force_stack_capacity(0);
 }
 
 // Pass 3 writing squared distances and a last launch taking their roots (the integer arithmetic's
 // deferred square roots): the same distances and indices as the scipy fixtures and the brute
-// force, through the bounded stacks and the overflow path, for float and double outputs.
+// force, for float and double outputs (the bounded stacks and the overflow path with deferred
+// roots: BoundedStacksAndTheOverflowPathAgree).
 TEST(DistanceShapes, DeferredSquareRootsGiveTheSameDistances) {
   struct deferred {
     deferred() { vox::detail::edt::defer_square_roots(true); }
-    ~deferred() {
-      vox::detail::edt::defer_square_roots(false);
-      vox::detail::edt::force_stack_capacity(0);
-    }
+    ~deferred() { vox::detail::edt::defer_square_roots(false); }
   } const on;
-  for (int cap : {1, 5, 0}) {
-    SCOPED_TRACE("stack capacity " + std::to_string(cap));
-    vox::detail::edt::force_stack_capacity(cap);
-    long_shape({33, 40, 9}, 117u + unsigned(cap), 200, {1.0, 1.0, 1.0});
-    long_shape({35, 29, 31}, 127u + unsigned(cap), 3, {2.5, 2.5, 2.5});
-    long_shape({1, 1, 40}, 137u + unsigned(cap), 2, {1.0, 1.0, 1.0});
-    long_shape({26, 3, 33}, 167u + unsigned(cap), 30, {0.75, 0.75, 0.75});
-    long_shape({37, 21, 45}, 177u + unsigned(cap), 40, {0.5, 1.0, 2.5});  // double arithmetic
-  }
-  vox::detail::edt::force_stack_capacity(0);
   long_shape({3, 2, 900}, 1u, 5, {1.0, 1.0, 1.0});
   long_shape({40, 30, 1}, 57u, 6, {1.0, 1.0, 1.0});
   long_shape({9, 7, 5}, 61u, 0, {1.0, 1.0, 1.0});  // no zero voxel: infinity everywhere

@@ -441,10 +441,7 @@ TYPED_TEST(FilterTyped, BoxWindowsOnAlignedRows) {
 TYPED_TEST(FilterTyped, BoxMinMaxThroughTheTileKernelsZRing) {
   using T = TypeParam;
   if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the tile kernel is the cuda backend's";
-  struct ring_only {
-    ring_only() { vox::detail::filt::minmax_z_walk.store(false); }
-    ~ring_only() { vox::detail::filt::minmax_z_walk.store(true); }
-  } const guard;
+  const vox::detail::filt::scoped_path ring_only(vox::detail::filt::minmax_z_walk, false);
   const extent3 shapes[] = {{160, 37, 23}, {75, 41, 30}};
   const vox::filter_size sizes[] = {{5, 5, 5}, {9, 3, 7}, {1, 1, 5}};
   std::uint32_t seed = 400;
@@ -486,10 +483,7 @@ TYPED_TEST(FilterTyped, BoxMeanOf3ThroughFloatSums) {
   using T = TypeParam;
   if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the fused stencil is the cuda backend's";
   if (!std::is_integral_v<T> || sizeof(T) > 2) GTEST_SKIP() << "8- and 16-bit voxels only";
-  struct float_sums {
-    float_sums() { vox::detail::filt::uniform3_int_sums.store(false); }
-    ~float_sums() { vox::detail::filt::uniform3_int_sums.store(true); }
-  } const guard;
+  const vox::detail::filt::scoped_path float_sums(vox::detail::filt::uniform3_int_sums, false);
   std::uint32_t seed = 450;
   for (const extent3& e : {extent3{75, 41, 30}, extent3{160, 37, 23}})
     for (border m : all_modes)
@@ -522,12 +516,10 @@ TYPED_TEST(FilterTyped, GaussianMatchesReference) {
 TYPED_TEST(FilterTyped, GaussianInOneKernelMatchesReferenceAndTheTwoKernelPath) {
   using T = TypeParam;
   using F = vox::filter_real_t<T>;
-  struct fused {
-    fused() { vox::detail::filt::gauss_fused.store(true); }
-    ~fused() { vox::detail::filt::gauss_fused.store(false); }
-  };
+  using vox::detail::filt::gauss_fused;
+  using vox::detail::filt::scoped_path;
   {
-    const fused on;
+    const scoped_path on(gauss_fused, true);
     for (border m : all_modes) {
       check_gaussian<T>(small_ext, {1.0, 1.5, 2.0}, opts(m, 3, 0.5), three, 41);
       check_gaussian<T>(small_ext, 0.6, opts(m, 3, -3.0), three, 42);
@@ -554,7 +546,7 @@ TYPED_TEST(FilterTyped, GaussianInOneKernelMatchesReferenceAndTheTwoKernelPath) 
         vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
         vox::gaussian(set, in, a, sg, opts(m, 3, 2.5));
         {
-          const fused on;
+          const scoped_path on(gauss_fused, true);
           vox::gaussian(set, in, b, sg, opts(m, 3, 2.5));
         }
         const auto ha = fetch(set, a), hb = fetch(set, b);

@@ -629,10 +629,6 @@ TEST_P(ReduceCalls, TheGaussianOnOneSlabIsOneEvent) {
 TEST_P(ReduceCalls, TheFusedGaussianIsOneLaunchPerSlab) {
   if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the fused Gaussian is the cuda backend's";
   using namespace reduce_test;
-  struct fused {
-    fused() { vox::detail::filt::gauss_fused.store(true); }
-    ~fused() { vox::detail::filt::gauss_fused.store(false); }
-  };
   const extent3 tall{37, 21, 150};
   vox::stream_set_options mo;
   mo.policy = vox::slab_policy::every_stream();
@@ -645,7 +641,7 @@ TEST_P(ReduceCalls, TheFusedGaussianIsOneLaunchPerSlab) {
     for (const vox::sigma3 sg : {vox::sigma3{2.0}, vox::sigma3{1.0}, vox::sigma3{1.0, 1.5, 0.5}}) {
       vox::gaussian(s, in, ref, sg);  // the two-kernel path
       {
-        const fused on;
+        const vox::detail::filt::scoped_path on(vox::detail::filt::gauss_fused, true);
         vox::gaussian(s, in, out, sg);  // warm
         s.synchronize();
         const calls c = count_calls(s, [&] { vox::gaussian(s, in, out, sg); });

@@ -22,4 +22,18 @@ inline std::atomic<bool> uniform3_int_sums{true};
 /// is measured on a GPU). Both give the same voxels. The host backend has one path.
 inline std::atomic<bool> gauss_fused{false};
 
+/// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
+/// benchmarks that run both paths).
+class scoped_path {
+ public:
+  scoped_path(std::atomic<bool>& path, bool on) : path_(path), was_(path.exchange(on)) {}
+  ~scoped_path() { path_.store(was_); }
+  scoped_path(const scoped_path&) = delete;
+  scoped_path& operator=(const scoped_path&) = delete;
+
+ private:
+  std::atomic<bool>& path_;
+  bool was_;
+};
+
 }  // namespace vox::detail::filt

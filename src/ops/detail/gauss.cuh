@@ -2,6 +2,7 @@
 // the row correlation its kernels share. Not installed.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -25,6 +26,12 @@ inline void gauss_weights(double sigma, idx_t r, double* w) {
   }
   for (idx_t i = 0; i <= 2 * r; ++i) w[i] /= sum;
 }
+
+/// Chunk depth of the z pass of radius rz, and the shallowest slab of both 3D paths: each chunk
+/// (each slab of the fused kernel) re-reads, or re-filters in x and y, 2 rz halo slices, and
+/// chunks of at least 8 rz slices keep that under 25% (slabs of 16 on 32 streams would double a
+/// radius-8 pass's reads).
+inline idx_t gauss_z_depth(idx_t rz) { return std::max<idx_t>(16, 8 * rz); }
 
 /// The taps of one axis in a radius bucket R (2 R + 1 slots; those beyond the actual radius r
 /// are zero and skipped by the kernels).

@@ -24,8 +24,8 @@
 #include <utility>
 
 #include <voxstream/exec/launch.hpp>
+#include <voxstream/exec/occupancy.hpp>
 
-#include "common.cuh"
 #include "gauss.cuh"
 #include "march.cuh"
 #include "../../detail/shared_opt_in.hpp"
@@ -164,18 +164,17 @@ __global__ void __launch_bounds__(gf_threads, R <= 4 ? 3 : 2)
 }
 
 /// Blocks of `kernel` (gf_threads threads, `bytes` of dynamic shared memory) resident on device
-/// `dev` at once: the occupancy calculator's answer times the multiprocessors, asked once per
-/// kernel and device.
-inline std::size_t gf_resident(const void* kernel, std::size_t bytes, int dev, const char* op) {
+/// `dev` (the current one) at once: vox::occupancy's resident_blocks, asked once per kernel and
+/// device (the occupancy calculator costs host time on every launch's path otherwise).
+inline std::size_t gf_resident(const void* kernel, std::size_t bytes, int dev) {
   static std::mutex mutex;
   static std::map<std::pair<const void*, int>, std::size_t> known;
   std::lock_guard<std::mutex> lock(mutex);
   std::size_t& n = known[{kernel, dev}];
   if (n == 0) {
-    int per_sm = 0;
-    VOX_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, gf_threads, bytes),
-                 op);
-    n = std::max<std::size_t>(1, static_cast<std::size_t>(per_sm) * iops::sm_count(op));
+    const occupancy_report r = detail::occupancy_for(kernel, dim3u{1, 1, 1},
+                                                     dim3u{gf_threads, 1, 1}, bytes);
+    n = static_cast<std::size_t>(std::max<std::int64_t>(1, r.resident_blocks));
   }
   return n;
 }
@@ -216,7 +215,7 @@ void enqueue_gauss_fused(stream_view s, const slab& w, const extent3& e, const T
   auto* k = gauss_fused_kernel<T, F, R, EXACT>;
   const void* kp = reinterpret_cast<const void*>(k);
   detail::opt_in_shared(kp, L::bytes, dev, op);
-  const march_geom g = gf_march<F, R>(e, w, gf_resident(kp, L::bytes, dev, op));
+  const march_geom g = gf_march<F, R>(e, w, gf_resident(kp, L::bytes, dev));
   const dim3u gr = march_grid(g);
   detail::count_launch();
   k<<<dim3(gr.x, gr.y, gr.z), gf_threads, L::bytes, s.value()>>>(src, dst, g, mode, cval, wx, wy,
