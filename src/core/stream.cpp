@@ -54,6 +54,10 @@ void event_synchronize(native_event e, const char* op) {
   // VOX_ALLOW_SYNC: the documented host wait, reached only when a caller asks for a result.
   VOX_CUDA_TRY(cudaEventSynchronize(e), op);
 }
+void stream_synchronize(native_stream s, const char* op) {
+  // VOX_ALLOW_SYNC: the documented host wait of stream_set::synchronize, which a caller asks for.
+  VOX_CUDA_TRY(cudaStreamSynchronize(s), op);
+}
 int current_device(const char* op) {
   int d = 0;
   VOX_CUDA_TRY(cudaGetDevice(&d), op);
@@ -90,6 +94,7 @@ void destroy_event(native_event e) noexcept { delete e; }
 void record_event(native_event, native_stream, const char*) {}
 void stream_wait_event(native_stream, native_event, const char*) {}
 void event_synchronize(native_event, const char*) {}
+void stream_synchronize(native_stream, const char*) {}
 int current_device(const char*) { return 0; }
 double memory_gbps(int, const char*) { return 20.0; }
 bool stream_idle(native_stream, const char*) { return true; }

@@ -1,4 +1,4 @@
-// Internal: facts about a device that the exec layer's slab policy needs. Not installed.
+// Internal: facts about a device and streams that the exec layer needs. Not installed.
 #pragma once
 
 #include <voxstream/core/stream.hpp>
@@ -12,4 +12,8 @@ double memory_gbps(int device, const char* op);
 /// @brief Whether every piece of work enqueued on `s` so far has completed (cudaStreamQuery:
 ///        no wait). Always true on the host backend. Throws vox::cuda_error on a sticky error.
 bool stream_idle(native_stream s, const char* op);
+
+/// @brief Blocks the host until all work enqueued on `s` so far completed: the documented host
+///        wait of stream_set::synchronize (as event_synchronize, without an event to record).
+void stream_synchronize(native_stream s, const char* op);
 }  // namespace vox::detail

@@ -71,13 +71,65 @@ stream_state::~stream_state() {
   ::vox::detail::destroy_stream(handle);
 }
 
+void pooled_event::record_locked_() const {
+  if (!deferred_.load(std::memory_order_relaxed)) return;  // recorded or settled meanwhile
+  detail::record_event(e_, owner_->handle, op_);
+  owner_->records.fetch_add(1, std::memory_order_relaxed);
+  deferred_.store(false, std::memory_order_release);
+}
+
+void pooled_event::record_deferred_() const {
+  std::lock_guard<std::mutex> lock(owner_->mutex);
+  record_locked_();
+}
+
+void pooled_event::flush_locked_(stream_state& st) {
+  if (const std::shared_ptr<pooled_event> e = st.pending.lock()) e->record_locked_();
+  st.pending.reset();
+}
+
 mark record_mark(const std::shared_ptr<stream_state>& st, const char* op) {
   // One record at a time per stream, so that sequence numbers follow the order on the stream.
   std::lock_guard<std::mutex> lock(st->mutex);
+  pooled_event::flush_locked_(*st);  // an earlier deferred mark goes on the stream before this one
   mark m{st, st->recorded + 1, st->pool->acquire()};
   detail::record_event(m.event->value(), st->handle, op);
+  st->records.fetch_add(1, std::memory_order_relaxed);
   __atomic_store_n(&st->recorded, m.seq, __ATOMIC_RELEASE);
   return m;
+}
+
+mark defer_mark(const std::shared_ptr<stream_state>& st, const char* op) {
+  // Inside a capture, marks are recorded into the graph at once (graph.cpp re-points the
+  // ledgers the capture touched at a real event afterwards).
+  if (detail::capturing_on_this_thread()) return record_mark(st, op);
+  std::lock_guard<std::mutex> lock(st->mutex);
+  pooled_event::flush_locked_(*st);  // normally already flushed before this op's work (run_op)
+  mark m{st, st->recorded + 1, st->pool->acquire()};
+  m.event->owner_ = st;
+  m.event->op_ = op;
+  m.event->deferred_.store(true, std::memory_order_relaxed);  // published with the mark
+  st->pending = m.event;
+  st->pending_seq = m.seq;
+  __atomic_store_n(&st->recorded, m.seq, __ATOMIC_RELEASE);
+  return m;
+}
+
+void flush_deferred(stream_state& st) {
+  std::lock_guard<std::mutex> lock(st.mutex);
+  pooled_event::flush_locked_(st);
+}
+
+void settle_deferred(stream_state& st, std::uint64_t seq) {
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (st.pending_seq <= seq) {
+      if (const std::shared_ptr<pooled_event> e = st.pending.lock())
+        e->deferred_.store(false, std::memory_order_release);  // complete: nothing to record
+      st.pending.reset();
+    }
+  }
+  note_completed(st, seq);
 }
 
 void note_completed(stream_state& s, std::uint64_t seq) noexcept {

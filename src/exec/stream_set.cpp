@@ -139,6 +139,7 @@ const std::shared_ptr<exec::stream_state>& stream_set::state(std::size_t i) cons
               "index " + std::to_string(i) + " out of range for " +
                   std::to_string(streams_.size()) + " streams");
   streams_[i]->handed_out.store(true, std::memory_order_relaxed);
+  exec::flush_deferred(*streams_[i]);  // the caller may enqueue on it: the last op's mark first
   return streams_[i];
 }
 
@@ -148,6 +149,7 @@ stream_view stream_set::stream(std::size_t i) const {
               "index " + std::to_string(i) + " out of range for " +
                   std::to_string(streams_.size()) + " streams");
   streams_[i]->handed_out.store(true, std::memory_order_relaxed);
+  exec::flush_deferred(*streams_[i]);  // the caller may enqueue on it: the last op's mark first
   return stream_view{streams_[i]->handle};
 }
 
@@ -217,9 +219,11 @@ void stream_set::synchronize() {
         (!s->handed_out.load(std::memory_order_relaxed) ||
          detail::stream_idle(s->handle, "stream_set::synchronize")))
       continue;
-    const exec::mark m = exec::record_mark(s, "stream_set::synchronize");
-    detail::event_synchronize(m.event->value(), "stream_set::synchronize");
-    exec::note_completed(*s, m.seq);
+    // One host wait for the whole stream: no event to record (an op's deferred mark then
+    // needs no record at all). Marks up to `seq` were enqueued before the wait began.
+    const std::uint64_t seq = exec::recorded_seq(*s);
+    detail::stream_synchronize(s->handle, "stream_set::synchronize");
+    exec::settle_deferred(*s, seq);
   }
 }
 
@@ -392,7 +396,9 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
   // 1. Waits, computed from the ledgers as they were before this op.
   std::vector<const mark*> needed;
   for (std::size_t si : used) {
-    const stream_state* waiter = set.streams_[si].get();
+    stream_state* waiter = set.streams_[si].get();
+    // The stream's last mark goes on it before this op's waits and work (if anyone holds it).
+    flush_deferred(*waiter);
     needed.clear();
     for (const auto& w : plan) {
       if (w.stream != si) continue;
@@ -436,10 +442,11 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
     throw;
   }
 
-  // 3. One event per stream used.
+  // 3. One mark per stream used, its record deferred until a wait, a query or more work on
+  //    the stream needs it (defer_mark): a mark nobody needs before a synchronize costs nothing.
   std::vector<mark> marks(set.size());
   for (std::size_t si : used) {
-    marks[si] = record_mark(set.streams_[si], op);
+    marks[si] = defer_mark(set.streams_[si], op);
     ++set.records_;
   }
 
@@ -512,7 +519,8 @@ void run_op(stream_set& set, const char* op, const std::vector<access>& acc,
   run_op(set, op, set.plan(work_of(acc, op)), acc, enqueue);
 }
 
-void join_all(const slice_ledger& ledger, const stream_state& s, const char* op) {
+void join_all(const slice_ledger& ledger, stream_state& s, const char* op) {
+  flush_deferred(s);  // the stream's last mark goes on it before the waits
   const std::lock_guard<std::recursive_mutex> lock(ledger.mutex());
   for (const mark& m : ledger.outstanding()) {
     if (m.stream.get() == &s) continue;

@@ -187,7 +187,7 @@ TEST(sync_audit, coexists_with_a_timeline_and_another_audit) {
     EXPECT_TRUE(inner.clean()) << inner.report();
     EXPECT_GE(tl.stats().kernels, 1u);
   }
-  // The documented host wait: one cudaEventSynchronize for the stream that ran the fill (one
+  // The documented host wait: one cudaStreamSynchronize for the stream that ran the fill (one
   // slab); the idle stream is only queried.
   s.synchronize();
   outer.stop();

@@ -334,7 +334,7 @@ TEST(timeline_cuda, host_waits_are_recorded_but_not_its_own) {
   vox::volume<float> a(s, {32, 32, 2});
   vox::profile::timeline tl(s);
   vox::fill(s, a, 1.0f);
-  s.synchronize();  // two cudaEventSynchronize
+  s.synchronize();  // two cudaStreamSynchronize
   tl.stop();        // its own device synchronisation is not shown
   const auto st = tl.stats();
   EXPECT_EQ(st.host_waits, 2u);

@@ -15,6 +15,7 @@
 #include <voxstream/exec/launch.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../../src/exec/capture_flag.hpp"
 #include "../common/random.hpp"
 #include "../common/volumes.hpp"
 
@@ -580,6 +581,120 @@ TEST(Ledger, RunOpEnqueuesPerSlabAndRecordsOneEventPerStreamUsed) {
     EXPECT_TRUE(a.ledger().entry(z).readers.empty());
     EXPECT_EQ(a.ledger().entry(z).writer.stream.get(), s.state(s.stream_for_slice(z, 12)).get());
   }
+}
+
+// --- deferred marks ----------------------------------------------------------------------------------
+// run_op's marks are deferred (exec::defer_mark): recorded only when another stream waits on them,
+// when their own stream gets more work, or when a handle is handed out; synchronize() settles them
+// with no record at all. These tests read the streams through the ledgers' marks, because
+// stream_set::state(i) and stream(i) hand a handle out and so record the pending mark.
+
+TEST(LedgerDeferred, AnOpsMarkIsRecordedWhenAnotherStreamWaitsOnIt) {
+  vox::stream_set s = logged_set(2);
+  vox::volume<float> a(s, {3, 2, 4}), b(s, {3, 2, 4});
+  s.synchronize();
+  vox::exec::run_op(s, "write a", {{0, 0, 4}}, {vox::write(a)}, noop);
+  const vox::exec::mark m = a.ledger().entry(0).writer;
+  const std::uint64_t records = m.stream->records.load();
+  ASSERT_TRUE(m.event->deferred());
+  const std::size_t waits = s.waits_inserted();
+  // Stream 1 reads a: its wait on stream 0 records the mark, once.
+  vox::exec::run_op(s, "read a", {{1, 0, 4}}, {vox::read(a), vox::write(b)}, noop);
+  EXPECT_EQ(s.waits_inserted(), waits + 1);
+  EXPECT_FALSE(m.event->deferred());
+  EXPECT_EQ(m.stream->records.load(), records + 1);
+  // The reading op's own mark is deferred, and so is b's writer (the same mark).
+  const vox::exec::mark r = a.ledger().entry(3).readers.at(0);
+  EXPECT_TRUE(r.event->deferred());
+  EXPECT_EQ(b.ledger().entry(3).writer.event, r.event);
+  // A second reader on stream 1 waits on the same event again: no second record on stream 0.
+  vox::exec::run_op(s, "read a again", {{1, 0, 4}}, {vox::read(a), vox::write(b)}, noop);
+  EXPECT_EQ(s.waits_inserted(), waits + 2);
+  EXPECT_EQ(m.stream->records.load(), records + 1);
+  // ... but its stream's earlier mark went on the stream before the new op's work.
+  EXPECT_FALSE(r.event->deferred());
+}
+
+TEST(LedgerDeferred, MoreWorkOnItsStreamRecordsItFirst) {
+  vox::stream_set s = logged_set(2);
+  vox::volume<float> a(s, {3, 2, 4}), b(s, {3, 2, 4});
+  s.synchronize();
+  vox::exec::run_op(s, "write a", {{0, 0, 4}}, {vox::write(a)}, noop);
+  const vox::exec::mark m = a.ledger().entry(0).writer;
+  const std::uint64_t records = m.stream->records.load();
+  ASSERT_TRUE(m.event->deferred());
+  bool deferred_during_work = true;
+  vox::exec::run_op(s, "write b", {{0, 0, 4}}, {vox::write(b)},
+                    [&](vox::stream_view, const vox::slab&) {
+                      deferred_during_work = m.event->deferred();
+                    });
+  EXPECT_FALSE(deferred_during_work) << "the mark was not on the stream before the next op's work";
+  EXPECT_EQ(m.stream->records.load(), records + 1);
+  EXPECT_TRUE(b.ledger().entry(0).writer.event->deferred());
+  EXPECT_EQ(b.ledger().entry(0).writer.seq, m.seq + 1);
+}
+
+TEST(LedgerDeferred, HandingOutTheStreamRecordsIt) {
+  vox::stream_set s = logged_set(2);
+  vox::volume<float> a(s, {3, 2, 4});
+  s.synchronize();
+  vox::exec::run_op(s, "write a", {{1, 0, 4}}, {vox::write(a)}, noop);
+  const vox::exec::mark m = a.ledger().entry(0).writer;
+  ASSERT_TRUE(m.event->deferred());
+  (void)s.stream(0);
+  EXPECT_TRUE(m.event->deferred()) << "another stream's handle";
+  (void)s.stream(1);  // the caller may enqueue on it now
+  EXPECT_FALSE(m.event->deferred());
+}
+
+TEST(LedgerDeferred, SynchronizeSettlesThemUnrecorded) {
+  vox::stream_set s = logged_set(3);
+  vox::volume<float> a(s, {3, 2, 6}), b(s, {3, 2, 6});
+  s.synchronize();
+  vox::exec::run_op(s, "write a", {{0, 0, 2}, {1, 2, 4}, {2, 4, 6}}, {vox::write(a)}, noop);
+  std::vector<vox::exec::mark> marks;
+  std::vector<std::uint64_t> records;
+  for (std::size_t z : {0, 2, 4}) {
+    marks.push_back(a.ledger().entry(z).writer);
+    records.push_back(marks.back().stream->records.load());
+    ASSERT_TRUE(marks.back().event->deferred()) << z;
+  }
+  s.synchronize();
+  for (std::size_t i = 0; i < marks.size(); ++i) {
+    EXPECT_FALSE(marks[i].event->deferred()) << i;
+    EXPECT_EQ(marks[i].stream->records.load(), records[i]) << "synchronize recorded an event";
+    EXPECT_EQ(vox::exec::completed_seq(*marks[i].stream), marks[i].seq) << i;
+  }
+  // Complete: an op on another stream needs no wait on them.
+  const std::size_t waits = s.waits_inserted();
+  vox::exec::run_op(s, "read a", {{2, 0, 6}}, {vox::read(a), vox::write(b)}, noop);
+  EXPECT_EQ(s.waits_inserted(), waits);
+}
+
+TEST(LedgerDeferred, AMarkNobodyHoldsIsNeverRecorded) {
+  vox::stream_set s = logged_set(2);
+  vox::volume<float> a(s, {3, 2, 4}), b(s, {3, 2, 4});
+  s.synchronize();
+  vox::exec::run_op(s, "write a", {{0, 0, 4}}, {vox::write(a)}, noop);
+  const std::weak_ptr<vox::exec::pooled_event> gone = a.ledger().entry(0).writer.event;
+  const std::shared_ptr<vox::exec::stream_state> st = a.ledger().entry(0).writer.stream;
+  const std::uint64_t records = st->records.load();
+  // The ledger forgets the op (as after a newer writer): nothing holds its mark any more.
+  a.ledger().set_all_written(b.ledger().entry(0).writer);
+  EXPECT_TRUE(gone.expired());
+  vox::exec::run_op(s, "write b", {{0, 0, 4}}, {vox::write(b)}, noop);
+  EXPECT_EQ(st->records.load(), records) << "an unneeded mark was recorded";
+}
+
+TEST(LedgerDeferred, InsideACaptureMarksAreRecordedAtOnce) {
+  vox::stream_set s = logged_set(1);
+  vox::volume<float> a(s, {3, 2, 4});
+  s.synchronize();
+  {
+    const vox::detail::capture_flag capturing;
+    vox::exec::run_op(s, "write a", {{0, 0, 4}}, {vox::write(a)}, noop);
+  }
+  EXPECT_FALSE(a.ledger().entry(0).writer.event->deferred());
 }
 
 // --- validation before enqueue ---------------------------------------------------------------------

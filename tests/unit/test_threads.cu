@@ -199,6 +199,49 @@ TEST(Threads, SharedSetSharedVolumes) {
   check(reports);
 }
 
+// Deferred marks (exec::defer_mark) recorded from several threads at once: one thread keeps
+// rewriting a shared volume (the same values) on its own set, whose marks stay deferred until
+// needed; reader threads on their own sets wait on those marks (recording them from their
+// threads) while the writer's next op records them from its own, and the writer's rewrites wait
+// on the readers' deferred marks in turn. Slab policies of a slab per stream make every op mark
+// several streams.
+TEST(Threads, DeferredMarksRecordedFromSeveralThreads) {
+  vox::stream_set_options o;
+  o.policy = vox::slab_policy::every_stream();
+  vox::stream_set writer_set(3, o);
+  const auto h = random_floats(e.voxels(), 2203);
+  vox::volume<float> in(writer_set, e), shared(writer_set, e);
+  vox::upload(writer_set, h.data(), h.size(), in);
+  vox::multiply(writer_set, in, 2.0, shared);
+  std::vector<report> reports(n_threads + 1);
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    for (std::size_t i = 0; i < 4 * rounds; ++i) vox::multiply(writer_set, in, 2.0, shared);
+  });
+  for (std::size_t t = 0; t < n_threads; ++t) {
+    threads.emplace_back([&, t] {
+      vox::stream_set s(1 + t % 3, o);
+      vox::volume<float> got_v(s, e);
+      for (std::size_t i = 0; i < rounds; ++i) {
+        vox::add(s, shared, 1.0, got_v);
+        std::vector<float> got(h.size());
+        vox::download(s, got_v, got.data(), got.size());
+        std::size_t bad = 0;
+        for (std::size_t j = 0; j < h.size(); ++j) bad += got[j] != h[j] * 2.0f + 1.0f;
+        reports[t + 1].expect(bad == 0, "round " + std::to_string(i) + ": " +
+                                            std::to_string(bad) + " wrong voxels");
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  check(reports);
+  writer_set.synchronize();
+  for (std::size_t z = 0; z < e.z; ++z)
+    EXPECT_EQ(shared.ledger().entry(z).writer.seq,
+              vox::exec::completed_seq(*shared.ledger().entry(z).writer.stream))
+        << "slice " << z << ": its writer not complete after synchronize";
+}
+
 // Threads with separate sets and volumes: nothing shared but the library's own state.
 TEST(Threads, SeparateSets) {
   std::vector<report> reports(n_threads);

@@ -24,8 +24,16 @@
 namespace vox::exec {
 
 class event_pool;
+struct mark;
+struct stream_state;
 
 /// @brief A pooled event; returns its native event to the pool when the last owner lets go.
+///
+/// An event made by defer_mark is not recorded yet: its record is deferred until something
+/// needs it. value() makes the record then, on the event's stream, so every wait, query and
+/// host wait through value() sees a recorded event; flush_deferred makes it before more work
+/// goes on that stream, so the record still follows exactly the op it marks. A deferred event
+/// that nobody holds any more when its stream gets more work is never recorded.
 class pooled_event {
  public:
   pooled_event(native_event e, std::shared_ptr<event_pool> pool) noexcept
@@ -33,11 +41,33 @@ class pooled_event {
   ~pooled_event();
   pooled_event(const pooled_event&) = delete;
   pooled_event& operator=(const pooled_event&) = delete;
-  [[nodiscard]] native_event value() const noexcept { return e_; }
+  /// @brief The native event, recorded: a deferred record is made now, on its stream (may
+  ///        throw vox::cuda_error naming the op that made the mark). Thread-safe.
+  [[nodiscard]] native_event value() const {
+    if (deferred_.load(std::memory_order_acquire)) record_deferred_();
+    return e_;
+  }
+  /// @brief Whether its record is still deferred (no native record made yet). Thread-safe.
+  [[nodiscard]] bool deferred() const noexcept {
+    return deferred_.load(std::memory_order_acquire);
+  }
 
  private:
+  friend mark defer_mark(const std::shared_ptr<stream_state>& st, const char* op);
+  friend void flush_deferred(stream_state& st);
+  friend void settle_deferred(stream_state& st, std::uint64_t seq);
+  friend mark record_mark(const std::shared_ptr<stream_state>& st, const char* op);
+  void record_deferred_() const;
+  void record_locked_() const;  ///< the deferred record; the caller holds owner_->mutex
+  /// The stream's pending deferred mark: recorded if anyone still holds it, else dropped. The
+  /// caller holds st.mutex.
+  static void flush_locked_(stream_state& st);
+
   native_event e_;
   std::shared_ptr<event_pool> pool_;
+  mutable std::atomic<bool> deferred_{false};  ///< written under owner_->mutex only
+  std::shared_ptr<stream_state> owner_;          ///< the stream of a deferred record
+  const char* op_{nullptr};                      ///< the op that made the deferred mark
 };
 
 /// @brief A reusable pool of timing-disabled events. Thread-safe.
@@ -80,6 +110,13 @@ struct stream_state {
   /// Its handle was handed out (stream_set::stream or state): work the ledger does not see may
   /// be enqueued on it. Sticky.
   std::atomic<bool> handed_out{false};
+  /// The event of the last deferred mark (defer_mark) and its sequence number, while its record
+  /// is still deferred; weak, so that a mark nobody holds any more is never recorded. Under mutex.
+  std::weak_ptr<pooled_event> pending;
+  std::uint64_t pending_seq{0};
+  /// Native event records made on it (record_mark, and deferred marks when needed): what the
+  /// device sees, for tests and benchmarks. Thread-safe.
+  std::atomic<std::uint64_t> records{0};
 };
 
 /// @brief s.completed, read atomically (another thread may raise it). Thread-safe.
@@ -105,6 +142,25 @@ struct mark {
 ///        mark. The sequence number advances only once the record succeeded. Asynchronous;
 ///        thread-safe (serialised per stream).
 mark record_mark(const std::shared_ptr<stream_state>& st, const char* op);
+
+/// @brief The stream's next mark, after the work enqueued on it so far, with its record deferred
+///        (see pooled_event): it costs no native call until value() or flush_deferred needs the
+///        event. run_op marks its ops this way; inside a capture (vox::capture) the record is
+///        made at once. The caller must call flush_deferred(*st) before it enqueues more work on
+///        the stream, or a later record would also cover that work (a wait on more than the op,
+///        never on less). Thread-safe (serialised per stream).
+mark defer_mark(const std::shared_ptr<stream_state>& st, const char* op);
+
+/// @brief Records the stream's deferred mark now, if one is pending and still held (by a
+///        ledger, a handle, a caller); one that nobody holds is dropped unrecorded. Call it
+///        before enqueuing work on the stream. Thread-safe.
+void flush_deferred(stream_state& st);
+
+/// @brief After a host wait for everything enqueued on `st` up to mark `seq`: a pending deferred
+///        mark with sequence number <= seq needs no record any more (its work is complete, and a
+///        wait on an unrecorded event returns at once); also raises the completed sequence to
+///        seq. Thread-safe.
+void settle_deferred(stream_state& st, std::uint64_t seq);
 
 /// @brief Ledger state of a slice (or of a run of slices that share it).
 struct slice_entry {

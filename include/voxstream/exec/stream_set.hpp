@@ -105,7 +105,7 @@ void remove_observer(op_observer* o);
 
 /// @brief Makes `s` wait on every event the ledger refers to (before freeing or reusing the
 ///        storage on `s`). Asynchronous; thread-safe (holds the ledger's lock).
-void join_all(const slice_ledger& ledger, const stream_state& s, const char* op);
+void join_all(const slice_ledger& ledger, stream_state& s, const char* op);
 }  // namespace exec
 
 /// @brief A set of N non-blocking streams ordered only by recorded events. Move-only.
@@ -144,17 +144,20 @@ class stream_set {
   [[nodiscard]] std::size_t stream_for_slice(std::size_t z, std::size_t slices) const;
 
   /// @brief Blocks the host until all work enqueued so far on every stream has completed. It
-  ///        records one event on each stream that ran an op since its last known completion, or
-  ///        whose handle was handed out (stream(i), state(i)) and that cudaStreamQuery finds
-  ///        busy, and waits on those events only (no device-wide sync). Streams that ran nothing
-  ///        and were never handed out cost nothing.
+  ///        waits (cudaStreamSynchronize) on each stream that ran an op since its last known
+  ///        completion, or whose handle was handed out (stream(i), state(i)) and that
+  ///        cudaStreamQuery finds busy, and on those streams only (no device-wide sync); it
+  ///        records no event, and the deferred marks of ops it covers are never recorded.
+  ///        Streams that ran nothing and were never handed out cost nothing.
   ///        Afterwards the ledger knows that every earlier event is complete: no more waits on them.
   ///        Thread-safe; does not hold the set's lock while it waits.
   void synchronize();
 
   /// @brief Waits inserted by the ledger since construction or reset_counters().
   [[nodiscard]] std::size_t waits_inserted() const noexcept { return waits_; }
-  /// @brief Events recorded by the ledger since construction or reset_counters().
+  /// @brief Marks the ledger made after ops since construction or reset_counters(): one per
+  ///        stream an op ran on. Their native records are deferred until needed
+  ///        (exec::defer_mark), so fewer events may reach the device.
   [[nodiscard]] std::size_t events_recorded() const noexcept { return records_; }
   /// @brief Every wait inserted, if options().log_waits was set.
   [[nodiscard]] const std::vector<wait_record>& wait_log() const noexcept { return log_; }
