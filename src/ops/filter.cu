@@ -236,22 +236,29 @@ __global__ void __launch_bounds__(gx_threads, sizeof(F) == 4 ? 3 : 2)
   }
 }
 
-/// Whether the asynchronous xy kernel serves this input, filter type and radius bucket: float
-/// voxels (4-byte copies, no conversion), every radius bucket (12 and 16 in dynamic shared
-/// memory).
+/// Whether the table-addressed xy kernel below serves this input, filter type and radius bucket:
+/// float voxels at every radius bucket (4-byte asynchronous copies, no conversion), and every
+/// other voxel type at the buckets over 8, where the register-prefetch kernel above holds no
+/// prefetch (the next slice's tile does not fit its registers) and works out the border rules
+/// of every element of every slice.
 template <class T, class F, int R>
 constexpr bool gauss_xy_async_serves() {
-  return std::is_same_v<T, float> && std::is_same_v<F, float>;
+  return (std::is_same_v<T, float> && std::is_same_v<F, float>) || R > 8;
+}
+/// Whether the register-prefetch kernel serves too (the other path of gauss_xy_tables).
+template <class T, class F, int R>
+constexpr bool gauss_xy_prefetch_serves() {
+  return !(std::is_same_v<T, float> && std::is_same_v<F, float>);
 }
 
-/// Dynamic shared memory of the asynchronous xy kernel: none up to radius 8 (its two input
+/// Dynamic shared memory of the table-addressed xy kernel: none up to radius 8 (its two input
 /// buffers and x results fit the static 48 KiB), all three buffers above (opted in: 55 KiB at
-/// radius 12, 66 KiB at 16, three blocks per SM).
+/// radius 12, 66 KiB at 16, three blocks per SM). The input buffers hold filter-type values.
 template <class T, class F, int R>
 constexpr std::size_t gauss_async_dyn_bytes() {
   constexpr int TX = gx_tile, TY = gauss_tile_y<F>(), HX = TX + 2 * R, HY = TY + 2 * R;
   return R <= 8 ? 0
-                : sizeof(T) * 2 * HY * (HX + 1) + sizeof(F) * static_cast<std::size_t>(HY) * (TX + 1);
+                : sizeof(F) * 2 * HY * (HX + 1) + sizeof(F) * static_cast<std::size_t>(HY) * (TX + 1);
 }
 
 // The xy pass with asynchronous copies (the float path): each slice's haloed tile goes into one
@@ -262,6 +269,10 @@ constexpr std::size_t gauss_async_dyn_bytes() {
 // float32, sigma 2, one stream) the xy pass alone (the per-slice Gaussian) went from 0.825 ms
 // to 0.611 ms. In a first version (per-element copy addressing), 4 blocks of 256 threads per SM
 // (64 registers) beat 128 threads and 3 or 5 blocks, by 0.006 to 0.015 ms.
+// Other voxel types (radius buckets 12 and 16 only) cannot take cp.async into a buffer of
+// filter-type values: their warps load the next slice's rows through the same tables and store
+// them converted, before filtering the current slice (the loads' latency is hidden by the other
+// resident warps' filtering, not by registers).
 template <class T, class F, int R, bool EXACT, int NT = gx_threads>
 __global__ void __launch_bounds__(NT, 4)
     gauss_xy_async_kernel(const T* __restrict__ in, F* __restrict__ out, march_geom g,
@@ -269,8 +280,9 @@ __global__ void __launch_bounds__(NT, 4)
   static_assert(gauss_xy_async_serves<T, F, R>());
   constexpr int TX = gx_tile, TY = gauss_tile_y<F>();
   constexpr int HX = TX + 2 * R, HY = TY + 2 * R, VB = static_cast<int>(sizeof(T));
+  constexpr bool ASYNC = std::is_same_v<T, F>;  // cp.async straight into the buffers
   // Odd row pitches: row-per-lane access is conflict-free.
-  using sbuf_t = T[2][HY][HX + 1];
+  using sbuf_t = F[2][HY][HX + 1];
   using xbuf_t = F[HY][TX + 1];
   extern __shared__ __align__(16) unsigned char gx_dyn[];
   sbuf_t* sp;
@@ -290,7 +302,7 @@ __global__ void __launch_bounds__(NT, 4)
   __shared__ idx_t rowy[HY];   // mapped row's offset in the slice (-1: outside)
   const int t = static_cast<int>(threadIdx.x);
   const idx_t slice = g.nx * g.ny;
-  const auto s_base = static_cast<unsigned>(__cvta_generic_to_shared(&s[0][0][0]));
+  [[maybe_unused]] const auto s_base = static_cast<unsigned>(__cvta_generic_to_shared(&s[0][0][0]));
 
   for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
     const idx_t x0 = bx * TX, y0 = by * TY;
@@ -310,30 +322,57 @@ __global__ void __launch_bounds__(NT, 4)
     for (int j = 0; j < CPL; ++j) cxs[j] = lane + 32 * j < HX ? colx[lane + 32 * j] : 0;
     auto issue = [&](idx_t z, int b) {
       const T* p = in + z * slice;
-      for (int r = t / 32; r < HY; r += NT / 32) {
-        const idx_t ry = rowy[r];
-        const unsigned drow = s_base + static_cast<unsigned>((b * HY + r) * (HX + 1) * VB);
+      if constexpr (ASYNC) {
+        for (int r = t / 32; r < HY; r += NT / 32) {
+          const idx_t ry = rowy[r];
+          const unsigned drow = s_base + static_cast<unsigned>((b * HY + r) * (HX + 1) * VB);
 #pragma unroll
-        for (int j = 0; j < CPL; ++j) {
-          const int c = lane + 32 * j;
-          if (HX % 32 == 0 || c < HX) {
-            if (ry < 0 || cxs[j] < 0) {
-              s[b][r][c] = cval;
-            } else {
-              ss_copy<VB>(drow + static_cast<unsigned>(c * VB), p + ry + cxs[j]);
+          for (int j = 0; j < CPL; ++j) {
+            const int c = lane + 32 * j;
+            if (HX % 32 == 0 || c < HX) {
+              if (ry < 0 || cxs[j] < 0) {
+                s[b][r][c] = cval;
+              } else {
+                ss_copy<VB>(drow + static_cast<unsigned>(c * VB), p + ry + cxs[j]);
+              }
             }
           }
         }
+        ss_commit();
+      } else {
+        // All of the warp's loads first (RPW rows of CPL columns), then the converted stores.
+        constexpr int RPW = (HY + NT / 32 - 1) / (NT / 32);
+        F v[RPW][CPL];
+#pragma unroll
+        for (int q = 0; q < RPW; ++q) {
+          const int r = t / 32 + q * (NT / 32);
+          const idx_t ry = r < HY ? rowy[r] : idx_t{-1};
+#pragma unroll
+          for (int j = 0; j < CPL; ++j) {
+            const int c = lane + 32 * j;
+            v[q][j] = (ry < 0 || cxs[j] < 0 || (HX % 32 != 0 && c >= HX))
+                          ? cval
+                          : static_cast<F>(p[ry + cxs[j]]);
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < RPW; ++q) {
+          const int r = t / 32 + q * (NT / 32);
+#pragma unroll
+          for (int j = 0; j < CPL; ++j) {
+            const int c = lane + 32 * j;
+            if (r < HY && (HX % 32 == 0 || c < HX)) s[b][r][c] = v[q][j];
+          }
+        }
       }
-      ss_commit();
     };
     if (zs < ze) issue(zs, 0);
     for (idx_t z = zs; z < ze; ++z) {
       const int b = static_cast<int>((z - zs) & 1);
       if (z + 1 < ze) {
         issue(z + 1, b ^ 1);
-        ss_wait<1>();
-      } else {
+        if constexpr (ASYNC) ss_wait<1>();
+      } else if constexpr (ASYNC) {
         ss_wait<0>();
       }
       __syncthreads();  // buffer b is complete
@@ -437,17 +476,23 @@ void enqueue_gauss_xy(stream_view s, const slab& w, const extent3& e, const T* s
   const dim3u gr = march_grid(g);
   const dim3 grid(gr.x, gr.y, gr.z);
   detail::count_launch();
-  // if constexpr: the register-prefetch kernel is not instantiated where the asynchronous one
-  // serves.
+  // if constexpr: each kernel is instantiated only where it serves.
+  bool tables = gauss_xy_async_serves<T, F, R>();
+  if constexpr (gauss_xy_async_serves<T, F, R>() && gauss_xy_prefetch_serves<T, F, R>())
+    tables = gauss_xy_tables.load(std::memory_order_relaxed);
   if constexpr (gauss_xy_async_serves<T, F, R>()) {
-    constexpr std::size_t dyn = gauss_async_dyn_bytes<T, F, R>();
-    auto* k = gauss_xy_async_kernel<T, F, R, EXACT>;
-    if constexpr (dyn > 0)
-      detail::opt_in_shared(reinterpret_cast<const void*>(k), dyn, dev, op);
-    k<<<grid, gx_threads, dyn, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
-  } else {
-    gauss_xy_kernel<T, F, R, EXACT>
-        <<<grid, gx_threads, 0, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
+    if (tables) {
+      constexpr std::size_t dyn = gauss_async_dyn_bytes<T, F, R>();
+      auto* k = gauss_xy_async_kernel<T, F, R, EXACT>;
+      if constexpr (dyn > 0)
+        detail::opt_in_shared(reinterpret_cast<const void*>(k), dyn, dev, op);
+      k<<<grid, gx_threads, dyn, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
+    }
+  }
+  if constexpr (gauss_xy_prefetch_serves<T, F, R>()) {
+    if (!tables)
+      gauss_xy_kernel<T, F, R, EXACT>
+          <<<grid, gx_threads, 0, s.value()>>>(src, dst, g, o.mode, cval, wx, wy);
   }
   detail::check_launch(op);
 }

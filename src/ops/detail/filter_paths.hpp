@@ -22,6 +22,12 @@ inline std::atomic<bool> uniform3_int_sums{true};
 /// is measured on a GPU). Both give the same voxels. The host backend has one path.
 inline std::atomic<bool> gauss_fused{false};
 
+/// The Gaussian's xy pass of radius bucket 12 or 16 on voxels other than float: the
+/// table-addressed kernel (border rules once per tile, each warp loading whole rows; true, the
+/// default), or the register-prefetch kernel, which at these radii holds no prefetch and maps
+/// every element of every slice (false). Both give the same voxels.
+inline std::atomic<bool> gauss_xy_tables{true};
+
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
 class scoped_path {
