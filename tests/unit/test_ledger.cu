@@ -589,14 +589,24 @@ TEST(Ledger, RunOpEnqueuesPerSlabAndRecordsOneEventPerStreamUsed) {
 // with no record at all. These tests read the streams through the ledgers' marks, because
 // stream_set::state(i) and stream(i) hand a handle out and so record the pending mark.
 
-TEST(LedgerDeferred, AnOpsMarkIsRecordedWhenAnotherStreamWaitsOnIt) {
-  vox::stream_set s = logged_set(2);
-  vox::volume<float> a(s, {3, 2, 4}), b(s, {3, 2, 4});
-  s.synchronize();
-  vox::exec::run_op(s, "write a", {{0, 0, 4}}, {vox::write(a)}, noop);
-  const vox::exec::mark m = a.ledger().entry(0).writer;
+// Two streams and two volumes, every earlier event complete; write_a(i) writes a on stream i and
+// returns the op's mark, still deferred.
+class LedgerDeferred : public ::testing::Test {
+ protected:
+  LedgerDeferred() : s(logged_set(2)), a(s, {3, 2, 4}), b(s, {3, 2, 4}) { s.synchronize(); }
+  vox::exec::mark write_a(std::size_t stream) {
+    vox::exec::run_op(s, "write a", {{stream, 0, 4}}, {vox::write(a)}, noop);
+    const vox::exec::mark m = a.ledger().entry(0).writer;
+    EXPECT_TRUE(m.event->deferred());
+    return m;
+  }
+  vox::stream_set s;
+  vox::volume<float> a, b;
+};
+
+TEST_F(LedgerDeferred, AnOpsMarkIsRecordedWhenAnotherStreamWaitsOnIt) {
+  const vox::exec::mark m = write_a(0);
   const std::uint64_t records = m.stream->records.load();
-  ASSERT_TRUE(m.event->deferred());
   const std::size_t waits = s.waits_inserted();
   // Stream 1 reads a: its wait on stream 0 records the mark, once.
   vox::exec::run_op(s, "read a", {{1, 0, 4}}, {vox::read(a), vox::write(b)}, noop);
@@ -615,14 +625,9 @@ TEST(LedgerDeferred, AnOpsMarkIsRecordedWhenAnotherStreamWaitsOnIt) {
   EXPECT_FALSE(r.event->deferred());
 }
 
-TEST(LedgerDeferred, MoreWorkOnItsStreamRecordsItFirst) {
-  vox::stream_set s = logged_set(2);
-  vox::volume<float> a(s, {3, 2, 4}), b(s, {3, 2, 4});
-  s.synchronize();
-  vox::exec::run_op(s, "write a", {{0, 0, 4}}, {vox::write(a)}, noop);
-  const vox::exec::mark m = a.ledger().entry(0).writer;
+TEST_F(LedgerDeferred, MoreWorkOnItsStreamRecordsItFirst) {
+  const vox::exec::mark m = write_a(0);
   const std::uint64_t records = m.stream->records.load();
-  ASSERT_TRUE(m.event->deferred());
   bool deferred_during_work = true;
   vox::exec::run_op(s, "write b", {{0, 0, 4}}, {vox::write(b)},
                     [&](vox::stream_view, const vox::slab&) {
@@ -634,20 +639,15 @@ TEST(LedgerDeferred, MoreWorkOnItsStreamRecordsItFirst) {
   EXPECT_EQ(b.ledger().entry(0).writer.seq, m.seq + 1);
 }
 
-TEST(LedgerDeferred, HandingOutTheStreamRecordsIt) {
-  vox::stream_set s = logged_set(2);
-  vox::volume<float> a(s, {3, 2, 4});
-  s.synchronize();
-  vox::exec::run_op(s, "write a", {{1, 0, 4}}, {vox::write(a)}, noop);
-  const vox::exec::mark m = a.ledger().entry(0).writer;
-  ASSERT_TRUE(m.event->deferred());
+TEST_F(LedgerDeferred, HandingOutTheStreamRecordsIt) {
+  const vox::exec::mark m = write_a(1);
   (void)s.stream(0);
   EXPECT_TRUE(m.event->deferred()) << "another stream's handle";
   (void)s.stream(1);  // the caller may enqueue on it now
   EXPECT_FALSE(m.event->deferred());
 }
 
-TEST(LedgerDeferred, SynchronizeSettlesThemUnrecorded) {
+TEST(LedgerDeferredSets, SynchronizeSettlesThemUnrecorded) {
   vox::stream_set s = logged_set(3);
   vox::volume<float> a(s, {3, 2, 6}), b(s, {3, 2, 6});
   s.synchronize();
@@ -671,13 +671,14 @@ TEST(LedgerDeferred, SynchronizeSettlesThemUnrecorded) {
   EXPECT_EQ(s.waits_inserted(), waits);
 }
 
-TEST(LedgerDeferred, AMarkNobodyHoldsIsNeverRecorded) {
-  vox::stream_set s = logged_set(2);
-  vox::volume<float> a(s, {3, 2, 4}), b(s, {3, 2, 4});
-  s.synchronize();
-  vox::exec::run_op(s, "write a", {{0, 0, 4}}, {vox::write(a)}, noop);
-  const std::weak_ptr<vox::exec::pooled_event> gone = a.ledger().entry(0).writer.event;
-  const std::shared_ptr<vox::exec::stream_state> st = a.ledger().entry(0).writer.stream;
+TEST_F(LedgerDeferred, AMarkNobodyHoldsIsNeverRecorded) {
+  std::weak_ptr<vox::exec::pooled_event> gone;
+  std::shared_ptr<vox::exec::stream_state> st;
+  {
+    const vox::exec::mark m = write_a(0);
+    gone = m.event;
+    st = m.stream;
+  }
   const std::uint64_t records = st->records.load();
   // The ledger forgets the op (as after a newer writer): nothing holds its mark any more.
   a.ledger().set_all_written(b.ledger().entry(0).writer);
@@ -686,7 +687,7 @@ TEST(LedgerDeferred, AMarkNobodyHoldsIsNeverRecorded) {
   EXPECT_EQ(st->records.load(), records) << "an unneeded mark was recorded";
 }
 
-TEST(LedgerDeferred, InsideACaptureMarksAreRecordedAtOnce) {
+TEST(LedgerDeferredSets, InsideACaptureMarksAreRecordedAtOnce) {
   vox::stream_set s = logged_set(1);
   vox::volume<float> a(s, {3, 2, 4});
   s.synchronize();
