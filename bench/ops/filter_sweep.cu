@@ -8,7 +8,7 @@
 //   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
 //          case=<case>/<dtype>/<shape>
 //   RESULT sweep_harness empty ms=<the fork and join alone> streams=<n>   (first)
-//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|float_sums|fused|xy_prefetch> ms=<median>
+//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|float_sums|fused|xy_tables> ms=<median>
 //          xcopy=<ms / copy ms> vs_default=<ms / the default path's ms>   (the path a case took
 //          before: 3D min/max of size >= 5 through the tile kernel's z ring; the 3x3(x3) mean of
 //          8- and 16-bit voxels with float sums; the 3D Gaussian of radius <= 8 in one fused
@@ -279,7 +279,7 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (default: the xy
     //    kernel, then the z kernel);
     //  - the Gaussian's xy pass of radius over 8 on voxels other than float: the
-    //    register-prefetch kernel (default: the table-addressed kernel).
+    //    table-addressed kernel (default: the register-prefetch kernel).
     std::atomic<bool>* alt = nullptr;
     bool alt_value = false;  // the switch's value for the other path
     const char* path = "";
@@ -297,7 +297,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     } else if (c.op == op_kind::gaussian && !std::is_same_v<T, float> &&
                4.0 * std::max(c.sigma.x, c.sigma.y) + 0.5 >= 9.0) {
       alt = &vox::detail::filt::gauss_xy_tables;
-      path = "xy_prefetch";
+      alt_value = true;
+      path = "xy_tables";
     }
     if (alt != nullptr) {
       const measured a = [&] {

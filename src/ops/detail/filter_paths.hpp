@@ -23,10 +23,11 @@ inline std::atomic<bool> uniform3_int_sums{true};
 inline std::atomic<bool> gauss_fused{false};
 
 /// The Gaussian's xy pass of radius bucket 12 or 16 on voxels other than float: the
-/// table-addressed kernel (border rules once per tile, each warp loading whole rows; true, the
-/// default), or the register-prefetch kernel, which at these radii holds no prefetch and maps
-/// every element of every slice (false). Both give the same voxels.
-inline std::atomic<bool> gauss_xy_tables{true};
+/// table-addressed kernel (border rules once per tile, each warp loading whole rows; true), or
+/// the register-prefetch kernel, which at these radii holds no prefetch and maps every element
+/// of every slice (false, the default until the other is measured on a GPU). Both give the same
+/// voxels.
+inline std::atomic<bool> gauss_xy_tables{false};
 
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
