@@ -3,17 +3,23 @@
 // volumes of --shape (default 512x512x300), on sets of 1 and 32 streams:
 //   plan_us    stream_set::plan(exec::work_of(...)): the slab policy;
 //   run_op_us  exec::run_op on that plan with an enqueue that launches nothing: the ledger's
-//              waits, its event records (one per stream used; CUDA: cudaEventRecord) and updates;
+//              waits, its event records and updates. Marks are deferred (exec::defer_mark): in
+//              this chain of ops on the same volumes each op records the previous one's marks,
+//              which the ledgers still hold, before its own work;
+//   records_per_op  native event records per run_op (stream_state::records), the synchronize
+//              between batches included (it records none);
 // each the median over 15 batches of 2000 calls (CUDA: the set is synchronized between batches,
 // so that completed events are recycled, and the records do not pile up). On the host backend
 // this is the library's bookkeeping alone; on CUDA the difference to an op's host_us in
 // `bench_ops` is what its launches cost.
-//   RESULT ledger backend=<cuda|host> streams=N slabs=K plan_us=.. run_op_us=..
+//   RESULT ledger backend=<cuda|host> streams=N slabs=K plan_us=.. run_op_us=.. records_per_op=..
 // Usage: bench_ledger [--shape XxYxZ]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -73,13 +79,26 @@ int main(int argc, char** argv) {
       if (p.empty()) std::abort();
     });
     const std::vector<vox::slab> p = plan();
+    // The states, taken once (state(i) records a pending mark: not inside the count).
+    std::vector<std::shared_ptr<vox::exec::stream_state>> states;
+    for (std::size_t i = 0; i < set.size(); ++i) states.push_back(set.state(i));
+    auto records = [&] {
+      std::uint64_t r = 0;
+      for (const auto& st : states) r += st->records.load();
+      return r;
+    };
+    std::uint64_t ops = 0;
+    const std::uint64_t records0 = records();
     const double run_us = median_us(set, [&] {
       vox::exec::run_op(set, "gaussian", p,
                         {vox::read(in, halo), vox::write(out), vox::write(scratch)},
                         [](vox::stream_view, const vox::slab&) {});
+      ++ops;
     });
-    std::printf("RESULT ledger backend=%s streams=%zu slabs=%zu plan_us=%.3f run_op_us=%.3f\n",
-                backend, n, p.size(), plan_us, run_us);
+    const double per_op = static_cast<double>(records() - records0) / static_cast<double>(ops);
+    std::printf("RESULT ledger backend=%s streams=%zu slabs=%zu plan_us=%.3f run_op_us=%.3f "
+                "records_per_op=%.3f\n",
+                backend, n, p.size(), plan_us, run_us, per_op);
   }
   return 0;
 }
