@@ -8,6 +8,7 @@
 #include <voxstream/core/stream.hpp>
 
 #include "capture_flag.hpp"
+#include "deferred_marks.hpp"
 #include "stream_cache.hpp"
 
 #if VOX_BACKEND_CUDA
@@ -118,6 +119,17 @@ mark defer_mark(const std::shared_ptr<stream_state>& st, const char* op) {
 void flush_deferred(stream_state& st) {
   std::lock_guard<std::mutex> lock(st.mutex);
   pooled_event::flush_locked_(st);
+}
+
+std::shared_ptr<pooled_event> pending_deferred(stream_state& st) {
+  std::lock_guard<std::mutex> lock(st.mutex);
+  std::shared_ptr<pooled_event> e = st.pending.lock();
+  return e && e->deferred() ? e : nullptr;
+}
+
+void drop_deferred(stream_state& st, const pooled_event* e) {
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (st.pending.lock().get() == e) st.pending.reset();
 }
 
 void settle_deferred(stream_state& st, std::uint64_t seq) {

@@ -14,6 +14,7 @@
 #include <voxstream/exec/launch.hpp>
 
 #include "../detail/device_info.hpp"
+#include "deferred_marks.hpp"
 #include "staging.hpp"
 
 namespace vox {
@@ -314,6 +315,106 @@ void consider(const mark& m, const stream_state* waiter, std::vector<const mark*
   needed.push_back(&m);
 }
 
+// Sorts `iv` and merges overlapping or touching ranges.
+void merge_ranges(std::vector<z_range>& iv) {
+  std::sort(iv.begin(), iv.end(), [](const z_range& a, const z_range& b) { return a.z0 < b.z0; });
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < iv.size(); ++i) {
+    if (out > 0 && iv[i].z0 <= iv[out - 1].z1) {
+      iv[out - 1].z1 = std::max(iv[out - 1].z1, iv[i].z1);
+    } else {
+      iv[out++] = iv[i];
+    }
+  }
+  iv.resize(out);
+}
+
+// Whether slices [z0, z1) lie inside the union of two merged range lists.
+bool covered(std::size_t z0, std::size_t z1, const std::vector<z_range>& a,
+             const std::vector<z_range>& b) {
+  std::size_t at = z0;
+  for (bool moved = true; at < z1 && moved;) {
+    moved = false;
+    for (const auto* list : {&a, &b})
+      for (const z_range& r : *list)
+        if (r.z0 <= at && r.z1 > at) {
+          at = r.z1;
+          moved = true;
+        }
+  }
+  return at >= z1;
+}
+
+// For each used stream (used[u]) with a pending deferred mark: whether that mark must go on the
+// stream before this op's waits and work. It must if another stream of this op waits on it, if
+// something outside the ledgers of this op's volumes holds it (another volume's ledger, a
+// caller), or if one of their runs that holds it keeps it after this op's ledger updates (step
+// 4: a write replaces a run's writer and readers; a read from its own stream replaces its
+// reader there). Otherwise nothing can need it at its place on the stream, and its record is
+// saved, as in a chain of ops on the same slabs. A wrong "no" would cost only a later record (a
+// wait on more than the op), never a missed dependency. The caller holds every ledger's lock.
+std::vector<char> pending_needed(const std::vector<std::size_t>& used,
+                                 const std::vector<std::shared_ptr<pooled_event>>& pend,
+                                 const std::vector<slab>& plan, const std::vector<access>& acc,
+                                 const std::vector<std::vector<const mark*>>& waits,
+                                 const std::vector<std::shared_ptr<stream_state>>& streams) {
+  const std::size_t n = used.size();
+  std::vector<char> keep(n, 0);
+  std::vector<long> refs(n, 0);
+  std::vector<std::size_t> pos(streams.size(), n);  // stream index -> u
+  for (std::size_t u = 0; u < n; ++u) pos[used[u]] = u;
+  for (const auto& list : waits)
+    for (const mark* m : list)
+      for (std::size_t u = 0; u < n; ++u)
+        if (pend[u] && m->event == pend[u]) keep[u] = 1;
+  // The used stream whose pending mark `m` is, or n.
+  const auto owner = [&](const mark& m) -> std::size_t {
+    if (!m.valid() || !m.event->deferred()) return n;
+    const std::size_t i = m.stream->index;
+    if (i >= streams.size() || streams[i] != m.stream) return n;
+    const std::size_t u = pos[i];
+    return u < n && m.event == pend[u] ? u : n;
+  };
+  std::vector<const slice_ledger*> seen;
+  std::vector<z_range> written;
+  std::vector<std::vector<z_range>> read_by(n);
+  for (const auto& a : acc) {
+    const slice_ledger* led = a.ledger;
+    if (std::find(seen.begin(), seen.end(), led) != seen.end()) continue;
+    seen.push_back(led);
+    written.clear();
+    for (auto& r : read_by) r.clear();
+    for (const auto& b : acc) {
+      if (b.ledger != led) continue;
+      for (const auto& w : plan) {
+        const z_ranges rs = ranges_of(b, w);
+        for (int k = 0; k < rs.n; ++k)
+          (b.mode == access_mode::write ? written : read_by[pos[w.stream]]).push_back(rs.r[k]);
+      }
+    }
+    merge_ranges(written);
+    for (auto& r : read_by) merge_ranges(r);
+    static const std::vector<z_range> none;
+    for (const auto& run : led->runs()) {
+      const std::size_t uw = owner(run.entry.writer);
+      if (uw < n) {
+        ++refs[uw];
+        if (!keep[uw] && !covered(run.z0, run.z1, written, none)) keep[uw] = 1;
+      }
+      for (const mark& r : run.entry.readers) {
+        const std::size_t ur = owner(r);
+        if (ur == n) continue;
+        ++refs[ur];
+        if (!keep[ur] && !covered(run.z0, run.z1, written, read_by[ur])) keep[ur] = 1;
+      }
+    }
+  }
+  // Held elsewhere: by an owner other than these runs and `pend` itself.
+  for (std::size_t u = 0; u < n; ++u)
+    if (pend[u] && pend[u].use_count() - 1 > refs[u]) keep[u] = 1;
+  return keep;
+}
+
 void validate(const stream_set& set, const char* op, const std::vector<slab>& plan,
               const std::vector<access>& acc) {
   VOX_EXPECTS(set.size() > 0, op,
@@ -394,12 +495,11 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
     if (std::find(used.begin(), used.end(), w.stream) == used.end()) used.push_back(w.stream);
 
   // 1. Waits, computed from the ledgers as they were before this op.
-  std::vector<const mark*> needed;
-  for (std::size_t si : used) {
-    stream_state* waiter = set.streams_[si].get();
-    // The stream's last mark goes on it before this op's waits and work (if anyone holds it).
-    flush_deferred(*waiter);
-    needed.clear();
+  std::vector<std::vector<const mark*>> waits(used.size());
+  for (std::size_t u = 0; u < used.size(); ++u) {
+    const std::size_t si = used[u];
+    const stream_state* waiter = set.streams_[si].get();
+    std::vector<const mark*>& needed = waits[u];
     for (const auto& w : plan) {
       if (w.stream != si) continue;
       for (const auto& a : acc) {
@@ -413,7 +513,33 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
         }
       }
     }
-    for (const mark* m : needed) {
+  }
+  // Each stream's last mark goes on it before this op's waits and work, if anything will still
+  // need it there; one that this op's ledger updates supersede is never recorded. Inside a
+  // capture, marks are recorded at once: none is pending.
+  {
+    std::vector<std::shared_ptr<pooled_event>> pend(used.size());
+    bool any = false;
+    for (std::size_t u = 0; u < used.size(); ++u) {
+      pend[u] = pending_deferred(*set.streams_[used[u]]);
+      any = any || pend[u] != nullptr;
+    }
+    if (any) {
+      const std::vector<char> keep = pending_needed(used, pend, plan, acc, waits, set.streams_);
+      for (std::size_t u = 0; u < used.size(); ++u) {
+        if (!pend[u]) continue;
+        if (keep[u]) {
+          flush_deferred(*set.streams_[used[u]]);
+        } else {
+          drop_deferred(*set.streams_[used[u]], pend[u].get());
+        }
+      }
+    }
+  }
+  for (std::size_t u = 0; u < used.size(); ++u) {
+    const std::size_t si = used[u];
+    const stream_state* waiter = set.streams_[si].get();
+    for (const mark* m : waits[u]) {
       detail::stream_wait_event(waiter->handle, m->event->value(), op);
       ++set.waits_;
       if (set.opts_.log_waits) {

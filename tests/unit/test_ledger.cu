@@ -687,6 +687,113 @@ TEST_F(LedgerDeferred, AMarkNobodyHoldsIsNeverRecorded) {
   EXPECT_EQ(st->records.load(), records) << "an unneeded mark was recorded";
 }
 
+// The next op on a stream records its last mark first only if something will still need it
+// there; one that the op's own ledger updates replace everywhere is never recorded.
+TEST_F(LedgerDeferred, AMarkTheNextOpSupersedesIsNeverRecorded) {
+  std::weak_ptr<vox::exec::pooled_event> first;
+  std::shared_ptr<vox::exec::stream_state> st;
+  {
+    const vox::exec::mark m = write_a(0);
+    first = m.event;
+    st = m.stream;
+  }
+  const std::uint64_t records = st->records.load();
+  bool deferred_during_work = false;
+  vox::exec::run_op(s, "write a again", {{0, 0, 4}}, {vox::write(a)},
+                    [&](vox::stream_view, const vox::slab&) {
+                      const auto e = first.lock();
+                      deferred_during_work = e && e->deferred();
+                    });
+  EXPECT_TRUE(deferred_during_work);
+  EXPECT_TRUE(first.expired()) << "the ledger still holds the superseded mark";
+  EXPECT_EQ(st->records.load(), records) << "a superseded mark was recorded";
+  EXPECT_TRUE(a.ledger().entry(0).writer.event->deferred());
+}
+
+TEST_F(LedgerDeferred, AChainOfOpsOnTheSameSlabsRecordsNothing) {
+  // Each op reads b with a halo across the two slabs and writes a: every mark of the last op
+  // is replaced by the next one's, so none needs a record.
+  const std::vector<vox::slab> plan{{0, 0, 2}, {1, 2, 4}};
+  vox::exec::run_op(s, "warm", plan, {vox::read(b, 1), vox::write(a)}, noop);
+  const std::uint64_t before = a.ledger().entry(0).writer.stream->records.load() +
+                               a.ledger().entry(3).writer.stream->records.load();
+  const std::size_t waits = s.waits_inserted();
+  for (int i = 0; i < 5; ++i)
+    vox::exec::run_op(s, "chain", plan, {vox::read(b, 1), vox::write(a)}, noop);
+  EXPECT_EQ(s.waits_inserted(), waits);
+  EXPECT_EQ(a.ledger().entry(0).writer.stream->records.load() +
+                a.ledger().entry(3).writer.stream->records.load(),
+            before);
+  EXPECT_TRUE(a.ledger().entry(0).writer.event->deferred());
+  EXPECT_TRUE(a.ledger().entry(3).writer.event->deferred());
+}
+
+TEST_F(LedgerDeferred, AMarkThatStaysAWriterIsRecordedFirst) {
+  std::shared_ptr<vox::exec::stream_state> st;
+  std::weak_ptr<vox::exec::pooled_event> w;
+  {
+    const vox::exec::mark m = write_a(0);
+    st = m.stream;
+    w = m.event;
+  }
+  const std::uint64_t records = st->records.load();
+  // A read of a leaves the mark a's writer.
+  bool deferred_during_work = true;
+  vox::exec::run_op(s, "read a", {{0, 0, 4}}, {vox::read(a), vox::write(b)},
+                    [&](vox::stream_view, const vox::slab&) {
+                      if (const auto e = w.lock()) deferred_during_work = e->deferred();
+                    });
+  EXPECT_FALSE(deferred_during_work);
+  EXPECT_EQ(st->records.load(), records + 1);
+}
+
+TEST_F(LedgerDeferred, APartialOverwriteRecordsTheMarkFirst) {
+  std::shared_ptr<vox::exec::stream_state> st;
+  std::weak_ptr<vox::exec::pooled_event> w;
+  {
+    const vox::exec::mark m = write_a(0);
+    st = m.stream;
+    w = m.event;
+  }
+  const std::uint64_t records = st->records.load();
+  vox::exec::run_op(s, "write half of a", {{0, 0, 2}}, {vox::write(a)}, noop);
+  const auto e = w.lock();
+  ASSERT_TRUE(e);
+  EXPECT_FALSE(e->deferred());
+  EXPECT_EQ(a.ledger().entry(3).writer.event, e);
+  EXPECT_EQ(st->records.load(), records + 1);
+}
+
+TEST_F(LedgerDeferred, AMarkACallerHoldsIsRecordedFirst) {
+  const vox::exec::mark m = write_a(0);  // held here: someone may still wait on it
+  const std::uint64_t records = m.stream->records.load();
+  vox::exec::run_op(s, "write a again", {{0, 0, 4}}, {vox::write(a)}, noop);
+  EXPECT_FALSE(m.event->deferred());
+  EXPECT_EQ(m.stream->records.load(), records + 1);
+}
+
+TEST_F(LedgerDeferred, AMarkAnotherStreamOfTheOpWaitsOnIsRecordedBeforeItsWork) {
+  std::shared_ptr<vox::exec::stream_state> st;
+  std::weak_ptr<vox::exec::pooled_event> w;
+  {
+    const vox::exec::mark m = write_a(0);
+    st = m.stream;
+    w = m.event;
+  }
+  const std::uint64_t records = st->records.load();
+  const std::size_t waits = s.waits_inserted();
+  // The op rewrites all of a (the mark is superseded), but its slab on stream 1 must wait for
+  // stream 0's earlier write of slices 2..3.
+  bool deferred_during_work = true;
+  vox::exec::run_op(s, "write a on two streams", {{0, 0, 2}, {1, 2, 4}}, {vox::write(a)},
+                    [&](vox::stream_view, const vox::slab&) {
+                      if (const auto e = w.lock()) deferred_during_work = e->deferred();
+                    });
+  EXPECT_FALSE(deferred_during_work);
+  EXPECT_EQ(s.waits_inserted(), waits + 1);
+  EXPECT_EQ(st->records.load(), records + 1);
+}
+
 TEST(LedgerDeferredSets, InsideACaptureMarksAreRecordedAtOnce) {
   vox::stream_set s = logged_set(1);
   vox::volume<float> a(s, {3, 2, 4});
