@@ -353,66 +353,97 @@ bool covered(std::size_t z0, std::size_t z1, const std::vector<z_range>& a,
 // reader there). Otherwise nothing can need it at its place on the stream, and its record is
 // saved, as in a chain of ops on the same slabs. A wrong "no" would cost only a later record (a
 // wait on more than the op), never a missed dependency. The caller holds every ledger's lock.
-std::vector<char> pending_needed(const std::vector<std::size_t>& used,
-                                 const std::vector<std::shared_ptr<pooled_event>>& pend,
-                                 const std::vector<slab>& plan, const std::vector<access>& acc,
-                                 const std::vector<std::vector<const mark*>>& waits,
-                                 const std::vector<std::shared_ptr<stream_state>>& streams) {
+// run_op's working storage for its waits and its decision on pending marks, kept per thread so
+// that an op allocates nothing once the thread has run a few. Used only before the op's work is
+// enqueued, so an op nested in an enqueue may reuse it.
+struct op_scratch {
+  std::vector<std::vector<const mark*>> waits;  // per used stream
+  std::vector<std::shared_ptr<pooled_event>> pend;
+  std::vector<char> keep;
+  std::vector<long> refs;
+  std::vector<std::size_t> pos;
+  std::vector<const slice_ledger*> seen;
+  std::vector<z_range> written;
+  std::vector<std::vector<z_range>> read_by;
+
+  void reset(std::size_t used, std::size_t streams) {
+    if (waits.size() < used) waits.resize(used);
+    for (std::size_t u = 0; u < used; ++u) waits[u].clear();
+    pend.assign(used, nullptr);
+    keep.assign(used, 0);
+    refs.assign(used, 0);
+    pos.assign(streams, used);
+    if (read_by.size() < used) read_by.resize(used);
+  }
+};
+
+op_scratch& scratch_for_this_thread() {
+  thread_local op_scratch s;
+  return s;
+}
+
+// For each used stream (used[u]) with a pending deferred mark (sc.pend[u]): whether that mark
+// must go on the stream before this op's waits and work (sc.keep[u]). It must if another stream
+// of this op waits on it, if something outside the ledgers of this op's volumes holds it
+// (another volume's ledger, a caller), or if one of their runs that holds it keeps it after this
+// op's ledger updates (step 4: a write replaces a run's writer and readers; a read from its own
+// stream replaces its reader there). Otherwise nothing can need it at its place on the stream,
+// and its record is saved, as in a chain of ops on the same slabs. A wrong "no" would cost only
+// a later record (a wait on more than the op), never a missed dependency. The caller holds
+// every ledger's lock.
+void pending_needed(op_scratch& sc, const std::vector<std::size_t>& used,
+                    const std::vector<slab>& plan, const std::vector<access>& acc,
+                    const std::vector<std::shared_ptr<stream_state>>& streams) {
   const std::size_t n = used.size();
-  std::vector<char> keep(n, 0);
-  std::vector<long> refs(n, 0);
-  std::vector<std::size_t> pos(streams.size(), n);  // stream index -> u
-  for (std::size_t u = 0; u < n; ++u) pos[used[u]] = u;
-  for (const auto& list : waits)
-    for (const mark* m : list)
+  for (std::size_t u = 0; u < n; ++u) sc.pos[used[u]] = u;
+  for (std::size_t v = 0; v < n; ++v)
+    for (const mark* m : sc.waits[v])
       for (std::size_t u = 0; u < n; ++u)
-        if (pend[u] && m->event == pend[u]) keep[u] = 1;
+        if (sc.pend[u] && m->event == sc.pend[u]) sc.keep[u] = 1;
   // The used stream whose pending mark `m` is, or n.
   const auto owner = [&](const mark& m) -> std::size_t {
     if (!m.valid() || !m.event->deferred()) return n;
     const std::size_t i = m.stream->index;
     if (i >= streams.size() || streams[i] != m.stream) return n;
-    const std::size_t u = pos[i];
-    return u < n && m.event == pend[u] ? u : n;
+    const std::size_t u = sc.pos[i];
+    return u < n && m.event == sc.pend[u] ? u : n;
   };
-  std::vector<const slice_ledger*> seen;
-  std::vector<z_range> written;
-  std::vector<std::vector<z_range>> read_by(n);
+  sc.seen.clear();
   for (const auto& a : acc) {
     const slice_ledger* led = a.ledger;
-    if (std::find(seen.begin(), seen.end(), led) != seen.end()) continue;
-    seen.push_back(led);
-    written.clear();
-    for (auto& r : read_by) r.clear();
+    if (std::find(sc.seen.begin(), sc.seen.end(), led) != sc.seen.end()) continue;
+    sc.seen.push_back(led);
+    sc.written.clear();
+    for (std::size_t u = 0; u < n; ++u) sc.read_by[u].clear();
     for (const auto& b : acc) {
       if (b.ledger != led) continue;
       for (const auto& w : plan) {
         const z_ranges rs = ranges_of(b, w);
         for (int k = 0; k < rs.n; ++k)
-          (b.mode == access_mode::write ? written : read_by[pos[w.stream]]).push_back(rs.r[k]);
+          (b.mode == access_mode::write ? sc.written : sc.read_by[sc.pos[w.stream]])
+              .push_back(rs.r[k]);
       }
     }
-    merge_ranges(written);
-    for (auto& r : read_by) merge_ranges(r);
+    merge_ranges(sc.written);
+    for (std::size_t u = 0; u < n; ++u) merge_ranges(sc.read_by[u]);
     static const std::vector<z_range> none;
     for (const auto& run : led->runs()) {
       const std::size_t uw = owner(run.entry.writer);
       if (uw < n) {
-        ++refs[uw];
-        if (!keep[uw] && !covered(run.z0, run.z1, written, none)) keep[uw] = 1;
+        ++sc.refs[uw];
+        if (!sc.keep[uw] && !covered(run.z0, run.z1, sc.written, none)) sc.keep[uw] = 1;
       }
       for (const mark& r : run.entry.readers) {
         const std::size_t ur = owner(r);
         if (ur == n) continue;
-        ++refs[ur];
-        if (!keep[ur] && !covered(run.z0, run.z1, written, read_by[ur])) keep[ur] = 1;
+        ++sc.refs[ur];
+        if (!sc.keep[ur] && !covered(run.z0, run.z1, sc.written, sc.read_by[ur])) sc.keep[ur] = 1;
       }
     }
   }
-  // Held elsewhere: by an owner other than these runs and `pend` itself.
+  // Held elsewhere: by an owner other than these runs and sc.pend itself.
   for (std::size_t u = 0; u < n; ++u)
-    if (pend[u] && pend[u].use_count() - 1 > refs[u]) keep[u] = 1;
-  return keep;
+    if (sc.pend[u] && sc.pend[u].use_count() - 1 > sc.refs[u]) sc.keep[u] = 1;
 }
 
 void validate(const stream_set& set, const char* op, const std::vector<slab>& plan,
@@ -495,11 +526,12 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
     if (std::find(used.begin(), used.end(), w.stream) == used.end()) used.push_back(w.stream);
 
   // 1. Waits, computed from the ledgers as they were before this op.
-  std::vector<std::vector<const mark*>> waits(used.size());
+  op_scratch& sc = scratch_for_this_thread();
+  sc.reset(used.size(), set.size());
   for (std::size_t u = 0; u < used.size(); ++u) {
     const std::size_t si = used[u];
     const stream_state* waiter = set.streams_[si].get();
-    std::vector<const mark*>& needed = waits[u];
+    std::vector<const mark*>& needed = sc.waits[u];
     for (const auto& w : plan) {
       if (w.stream != si) continue;
       for (const auto& a : acc) {
@@ -518,28 +550,28 @@ void run_op(stream_set& set, const char* op, const std::vector<slab>& plan,
   // need it there; one that this op's ledger updates supersede is never recorded. Inside a
   // capture, marks are recorded at once: none is pending.
   {
-    std::vector<std::shared_ptr<pooled_event>> pend(used.size());
     bool any = false;
     for (std::size_t u = 0; u < used.size(); ++u) {
-      pend[u] = pending_deferred(*set.streams_[used[u]]);
-      any = any || pend[u] != nullptr;
+      sc.pend[u] = pending_deferred(*set.streams_[used[u]]);
+      any = any || sc.pend[u] != nullptr;
     }
     if (any) {
-      const std::vector<char> keep = pending_needed(used, pend, plan, acc, waits, set.streams_);
+      pending_needed(sc, used, plan, acc, set.streams_);
       for (std::size_t u = 0; u < used.size(); ++u) {
-        if (!pend[u]) continue;
-        if (keep[u]) {
+        if (!sc.pend[u]) continue;
+        if (sc.keep[u]) {
           flush_deferred(*set.streams_[used[u]]);
         } else {
-          drop_deferred(*set.streams_[used[u]], pend[u].get());
+          drop_deferred(*set.streams_[used[u]], sc.pend[u].get());
         }
+        sc.pend[u].reset();  // a dropped mark dies with the ledgers' copies (step 4)
       }
     }
   }
   for (std::size_t u = 0; u < used.size(); ++u) {
     const std::size_t si = used[u];
     const stream_state* waiter = set.streams_[si].get();
-    for (const mark* m : waits[u]) {
+    for (const mark* m : sc.waits[u]) {
       detail::stream_wait_event(waiter->handle, m->event->value(), op);
       ++set.waits_;
       if (set.opts_.log_waits) {
