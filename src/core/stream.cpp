@@ -56,7 +56,7 @@ void event_synchronize(native_event e, const char* op) {
 }
 void stream_synchronize(native_stream s, const char* op) {
   // VOX_ALLOW_SYNC: the documented host wait of stream_set::synchronize, which a caller asks for.
-  VOX_CUDA_TRY(cudaStreamSynchronize(s), op);
+  VOX_CUDA_TRY(cudaStreamSynchronize(s), op);  // VOX_ALLOW_SYNC: see above
 }
 int current_device(const char* op) {
   int d = 0;

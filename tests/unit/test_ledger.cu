@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -600,6 +602,29 @@ class LedgerDeferred : public ::testing::Test {
     EXPECT_TRUE(m.event->deferred());
     return m;
   }
+  // write_a(i) with its mark not held here: its stream, a weak handle on its event, and the
+  // stream's native records so far.
+  struct unheld {
+    std::shared_ptr<vox::exec::stream_state> stream;
+    std::weak_ptr<vox::exec::pooled_event> event;
+    std::uint64_t records;
+  };
+  unheld write_a_unheld(std::size_t stream) {
+    const vox::exec::mark m = write_a(stream);
+    return {m.stream, m.event, m.stream->records.load()};
+  }
+  // Runs an op and says whether `e` was still deferred while its work was enqueued (nullopt:
+  // nothing held the event any more).
+  std::optional<bool> deferred_during(const std::weak_ptr<vox::exec::pooled_event>& e,
+                                      const std::vector<vox::slab>& plan,
+                                      const std::vector<vox::exec::access>& acc) {
+    std::optional<bool> d;
+    vox::exec::run_op(s, "next op", plan, acc, [&](vox::stream_view, const vox::slab&) {
+      const auto held = e.lock();
+      d = held ? std::optional<bool>(held->deferred()) : std::nullopt;
+    });
+    return d;
+  }
   vox::stream_set s;
   vox::volume<float> a, b;
 };
@@ -672,41 +697,21 @@ TEST(LedgerDeferredSets, SynchronizeSettlesThemUnrecorded) {
 }
 
 TEST_F(LedgerDeferred, AMarkNobodyHoldsIsNeverRecorded) {
-  std::weak_ptr<vox::exec::pooled_event> gone;
-  std::shared_ptr<vox::exec::stream_state> st;
-  {
-    const vox::exec::mark m = write_a(0);
-    gone = m.event;
-    st = m.stream;
-  }
-  const std::uint64_t records = st->records.load();
+  const unheld m = write_a_unheld(0);
   // The ledger forgets the op (as after a newer writer): nothing holds its mark any more.
   a.ledger().set_all_written(b.ledger().entry(0).writer);
-  EXPECT_TRUE(gone.expired());
+  EXPECT_TRUE(m.event.expired());
   vox::exec::run_op(s, "write b", {{0, 0, 4}}, {vox::write(b)}, noop);
-  EXPECT_EQ(st->records.load(), records) << "an unneeded mark was recorded";
+  EXPECT_EQ(m.stream->records.load(), m.records) << "an unneeded mark was recorded";
 }
 
 // The next op on a stream records its last mark first only if something will still need it
 // there; one that the op's own ledger updates replace everywhere is never recorded.
 TEST_F(LedgerDeferred, AMarkTheNextOpSupersedesIsNeverRecorded) {
-  std::weak_ptr<vox::exec::pooled_event> first;
-  std::shared_ptr<vox::exec::stream_state> st;
-  {
-    const vox::exec::mark m = write_a(0);
-    first = m.event;
-    st = m.stream;
-  }
-  const std::uint64_t records = st->records.load();
-  bool deferred_during_work = false;
-  vox::exec::run_op(s, "write a again", {{0, 0, 4}}, {vox::write(a)},
-                    [&](vox::stream_view, const vox::slab&) {
-                      const auto e = first.lock();
-                      deferred_during_work = e && e->deferred();
-                    });
-  EXPECT_TRUE(deferred_during_work);
-  EXPECT_TRUE(first.expired()) << "the ledger still holds the superseded mark";
-  EXPECT_EQ(st->records.load(), records) << "a superseded mark was recorded";
+  const unheld m = write_a_unheld(0);
+  EXPECT_EQ(deferred_during(m.event, {{0, 0, 4}}, {vox::write(a)}), std::optional<bool>(true));
+  EXPECT_TRUE(m.event.expired()) << "the ledger still holds the superseded mark";
+  EXPECT_EQ(m.stream->records.load(), m.records) << "a superseded mark was recorded";
   EXPECT_TRUE(a.ledger().entry(0).writer.event->deferred());
 }
 
@@ -715,53 +720,35 @@ TEST_F(LedgerDeferred, AChainOfOpsOnTheSameSlabsRecordsNothing) {
   // is replaced by the next one's, so none needs a record.
   const std::vector<vox::slab> plan{{0, 0, 2}, {1, 2, 4}};
   vox::exec::run_op(s, "warm", plan, {vox::read(b, 1), vox::write(a)}, noop);
-  const std::uint64_t before = a.ledger().entry(0).writer.stream->records.load() +
-                               a.ledger().entry(3).writer.stream->records.load();
+  const auto records = [&] {
+    return a.ledger().entry(0).writer.stream->records.load() +
+           a.ledger().entry(3).writer.stream->records.load();
+  };
+  const std::uint64_t before = records();
   const std::size_t waits = s.waits_inserted();
   for (int i = 0; i < 5; ++i)
     vox::exec::run_op(s, "chain", plan, {vox::read(b, 1), vox::write(a)}, noop);
   EXPECT_EQ(s.waits_inserted(), waits);
-  EXPECT_EQ(a.ledger().entry(0).writer.stream->records.load() +
-                a.ledger().entry(3).writer.stream->records.load(),
-            before);
+  EXPECT_EQ(records(), before);
   EXPECT_TRUE(a.ledger().entry(0).writer.event->deferred());
   EXPECT_TRUE(a.ledger().entry(3).writer.event->deferred());
 }
 
 TEST_F(LedgerDeferred, AMarkThatStaysAWriterIsRecordedFirst) {
-  std::shared_ptr<vox::exec::stream_state> st;
-  std::weak_ptr<vox::exec::pooled_event> w;
-  {
-    const vox::exec::mark m = write_a(0);
-    st = m.stream;
-    w = m.event;
-  }
-  const std::uint64_t records = st->records.load();
+  const unheld m = write_a_unheld(0);
   // A read of a leaves the mark a's writer.
-  bool deferred_during_work = true;
-  vox::exec::run_op(s, "read a", {{0, 0, 4}}, {vox::read(a), vox::write(b)},
-                    [&](vox::stream_view, const vox::slab&) {
-                      if (const auto e = w.lock()) deferred_during_work = e->deferred();
-                    });
-  EXPECT_FALSE(deferred_during_work);
-  EXPECT_EQ(st->records.load(), records + 1);
+  EXPECT_EQ(deferred_during(m.event, {{0, 0, 4}}, {vox::read(a), vox::write(b)}),
+            std::optional<bool>(false));
+  EXPECT_EQ(m.stream->records.load(), m.records + 1);
 }
 
 TEST_F(LedgerDeferred, APartialOverwriteRecordsTheMarkFirst) {
-  std::shared_ptr<vox::exec::stream_state> st;
-  std::weak_ptr<vox::exec::pooled_event> w;
-  {
-    const vox::exec::mark m = write_a(0);
-    st = m.stream;
-    w = m.event;
-  }
-  const std::uint64_t records = st->records.load();
-  vox::exec::run_op(s, "write half of a", {{0, 0, 2}}, {vox::write(a)}, noop);
-  const auto e = w.lock();
+  const unheld m = write_a_unheld(0);
+  EXPECT_EQ(deferred_during(m.event, {{0, 0, 2}}, {vox::write(a)}), std::optional<bool>(false));
+  const auto e = m.event.lock();
   ASSERT_TRUE(e);
-  EXPECT_FALSE(e->deferred());
   EXPECT_EQ(a.ledger().entry(3).writer.event, e);
-  EXPECT_EQ(st->records.load(), records + 1);
+  EXPECT_EQ(m.stream->records.load(), m.records + 1);
 }
 
 TEST_F(LedgerDeferred, AMarkACallerHoldsIsRecordedFirst) {
@@ -773,25 +760,14 @@ TEST_F(LedgerDeferred, AMarkACallerHoldsIsRecordedFirst) {
 }
 
 TEST_F(LedgerDeferred, AMarkAnotherStreamOfTheOpWaitsOnIsRecordedBeforeItsWork) {
-  std::shared_ptr<vox::exec::stream_state> st;
-  std::weak_ptr<vox::exec::pooled_event> w;
-  {
-    const vox::exec::mark m = write_a(0);
-    st = m.stream;
-    w = m.event;
-  }
-  const std::uint64_t records = st->records.load();
+  const unheld m = write_a_unheld(0);
   const std::size_t waits = s.waits_inserted();
   // The op rewrites all of a (the mark is superseded), but its slab on stream 1 must wait for
   // stream 0's earlier write of slices 2..3.
-  bool deferred_during_work = true;
-  vox::exec::run_op(s, "write a on two streams", {{0, 0, 2}, {1, 2, 4}}, {vox::write(a)},
-                    [&](vox::stream_view, const vox::slab&) {
-                      if (const auto e = w.lock()) deferred_during_work = e->deferred();
-                    });
-  EXPECT_FALSE(deferred_during_work);
+  EXPECT_EQ(deferred_during(m.event, {{0, 0, 2}, {1, 2, 4}}, {vox::write(a)}),
+            std::optional<bool>(false));
   EXPECT_EQ(s.waits_inserted(), waits + 1);
-  EXPECT_EQ(st->records.load(), records + 1);
+  EXPECT_EQ(m.stream->records.load(), m.records + 1);
 }
 
 TEST(LedgerDeferredSets, InsideACaptureMarksAreRecordedAtOnce) {

@@ -144,10 +144,11 @@ class stream_set {
   [[nodiscard]] std::size_t stream_for_slice(std::size_t z, std::size_t slices) const;
 
   /// @brief Blocks the host until all work enqueued so far on every stream has completed. It
-  ///        waits (cudaStreamSynchronize) on each stream that ran an op since its last known
-  ///        completion, or whose handle was handed out (stream(i), state(i)) and that
-  ///        cudaStreamQuery finds busy, and on those streams only (no device-wide sync); it
-  ///        records no event, and the deferred marks of ops it covers are never recorded.
+  ///        waits (cudaStreamSynchronize; VOX_ALLOW_SYNC: the documented host wait) on each
+  ///        stream that ran an op since its last known completion, or whose handle was handed
+  ///        out (stream(i), state(i)) and that cudaStreamQuery finds busy, and on those
+  ///        streams only (no device-wide sync); it records no event, and the deferred marks
+  ///        of ops it covers are never recorded.
   ///        Streams that ran nothing and were never handed out cost nothing.
   ///        Afterwards the ledger knows that every earlier event is complete: no more waits on them.
   ///        Thread-safe; does not hold the set's lock while it waits.
