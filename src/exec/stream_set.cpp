@@ -345,14 +345,6 @@ bool covered(std::size_t z0, std::size_t z1, const std::vector<z_range>& a,
   return at >= z1;
 }
 
-// For each used stream (used[u]) with a pending deferred mark: whether that mark must go on the
-// stream before this op's waits and work. It must if another stream of this op waits on it, if
-// something outside the ledgers of this op's volumes holds it (another volume's ledger, a
-// caller), or if one of their runs that holds it keeps it after this op's ledger updates (step
-// 4: a write replaces a run's writer and readers; a read from its own stream replaces its
-// reader there). Otherwise nothing can need it at its place on the stream, and its record is
-// saved, as in a chain of ops on the same slabs. A wrong "no" would cost only a later record (a
-// wait on more than the op), never a missed dependency. The caller holds every ledger's lock.
 // run_op's working storage for its waits and its decision on pending marks, kept per thread so
 // that an op allocates nothing once the thread has run a few. Used only before the op's work is
 // enqueued, so an op nested in an enqueue may reuse it.
