@@ -32,6 +32,7 @@
 #include <voxstream/ops/elementwise.hpp>
 #include <voxstream/ops/filter.hpp>
 
+#include "../../src/ops/detail/filter_checks.hpp"
 #include "../../src/ops/detail/filter_paths.hpp"
 
 namespace voxbench {
@@ -283,19 +284,23 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     std::atomic<bool>* alt = nullptr;
     bool alt_value = false;  // the switch's value for the other path
     const char* path = "";
+    // The Gaussian's radius along an axis, as the op computes it (default truncate).
+    const auto radius = [&](double sigma) {
+      return vox::detail::filt::gauss_radius("bench_ops", sigma, vox::filter_options{}.truncate, 0);
+    };
     if ((c.op == op_kind::erosion || c.op == op_kind::dilation) && c.dims == 3 && c.size >= 5) {
       alt = &vox::detail::filt::minmax_z_walk;
       path = "zring";
     } else if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>) {
       alt = &vox::detail::filt::uniform3_int_sums;
       path = "float_sums";
-    } else if (c.op == op_kind::gaussian && c.dims == 3 && 4.0 * c.sigma.x + 0.5 < 9.0 &&
-               4.0 * c.sigma.y + 0.5 < 9.0 && 4.0 * c.sigma.z + 0.5 < 9.0) {
+    } else if (c.op == op_kind::gaussian && c.dims == 3 && radius(c.sigma.x) <= 8 &&
+               radius(c.sigma.y) <= 8 && radius(c.sigma.z) <= 8) {
       alt = &vox::detail::filt::gauss_fused;
       alt_value = true;
       path = "fused";
     } else if (c.op == op_kind::gaussian && !std::is_same_v<T, float> &&
-               4.0 * std::max(c.sigma.x, c.sigma.y) + 0.5 >= 9.0) {
+               std::max(radius(c.sigma.x), radius(c.sigma.y)) > 8) {
       alt = &vox::detail::filt::gauss_xy_tables;
       alt_value = true;
       path = "xy_tables";
