@@ -559,9 +559,9 @@ TYPED_TEST(FilterTyped, GaussianInOneKernelMatchesReferenceAndTheTwoKernelPath) 
 }
 
 // The xy pass of radius over 8 (sigma over 2 at scipy's truncate) on voxels other than float:
-// the table-addressed kernel against the reference, and voxel for voxel against the
-// register-prefetch kernel (the default; CUDA, the host backend has one path). Radii 12 and 16,
-// partial tiles, every border mode, 2D and 3D.
+// the table-addressed kernel (the default) and the register-prefetch kernel against the
+// reference, and voxel for voxel against each other (CUDA; the host backend has one path). Radii
+// 12 and 16, partial tiles, every border mode, 2D and 3D.
 TYPED_TEST(FilterTyped, GaussianXyTablesMatchReferenceAndThePrefetchKernel) {
   using T = TypeParam;
   using F = vox::filter_real_t<T>;
@@ -570,8 +570,8 @@ TYPED_TEST(FilterTyped, GaussianXyTablesMatchReferenceAndThePrefetchKernel) {
   const extent3 e{83, 45, 7};
   for (border m : all_modes) {
     for (int dims : {2, 3}) {
-      {
-        const scoped_path on(gauss_xy_tables, true);
+      for (const bool tables : {true, false}) {
+        const scoped_path path(gauss_xy_tables, tables);
         check_gaussian<T>(e, {4.0, 3.0, 1.0}, opts(m, dims, 0.5), three, 61);
       }
       for (const vox::sigma3 sg : {vox::sigma3{4.0, 4.0, 1.0}, vox::sigma3{2.6, 3.9, 0.7}}) {
@@ -580,9 +580,12 @@ TYPED_TEST(FilterTyped, GaussianXyTablesMatchReferenceAndThePrefetchKernel) {
         vox::stream_set set = make_set(three);
         const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, 62));
         vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
-        vox::gaussian(set, in, a, sg, opts(m, dims, 1.5));
         {
-          const scoped_path on(gauss_xy_tables, true);
+          const scoped_path prefetch(gauss_xy_tables, false);
+          vox::gaussian(set, in, a, sg, opts(m, dims, 1.5));
+        }
+        {
+          const scoped_path tables(gauss_xy_tables, true);
           vox::gaussian(set, in, b, sg, opts(m, dims, 1.5));
         }
         const auto ha = fetch(set, a), hb = fetch(set, b);
@@ -1150,7 +1153,9 @@ TEST(FilterBadInput, MessagesNameTheOpAndTheProblem) {
 // on the stream that wrote the last slab and back; a clipped halo reaches only the neighbours.
 TEST(FilterLedger, WrapModeWaitsOnTheWritersAcrossTheEnds) {
   using V = vox::volume<float>;
-  const extent3 e{8, 6, 192};
+  // 3 slabs of 96 slices: as deep as the Gaussian's z chunks of sigma 3 (8 radii of 12), so that
+  // every op has a slab on each stream.
+  const extent3 e{8, 6, 288};
   const vox::filter_options w = opts(border::wrap, 3);
   const std::vector<std::pair<std::string, std::function<void(vox::stream_set&, const V&, V&)>>>
       ops = {

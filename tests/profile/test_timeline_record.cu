@@ -309,7 +309,9 @@ TEST(timeline_cuda, api_calls_show_the_host_cost_of_each_launch) {
   vox::profile::timeline_options o;
   o.api_calls = true;
   vox::profile::timeline tl(s, o);
-  vox::fill(s, a, 2.0f);  // one launch and one event record per slab: 4 of each
+  // One launch per slab. Its marks are deferred: nothing waits on them, and the warm-up's
+  // (superseded by this fill's writes) are dropped, so no event is recorded at all.
+  vox::fill(s, a, 2.0f);
   tl.stop();
   const auto st = tl.stats();
   std::size_t launches = 0;
@@ -320,7 +322,7 @@ TEST(timeline_cuda, api_calls_show_the_host_cost_of_each_launch) {
     EXPECT_EQ(c.name.find("_v"), std::string::npos) << c.name << ": version suffix kept";
   }
   EXPECT_GE(launches, 4u);
-  EXPECT_GE(records, 4u);
+  EXPECT_EQ(records, 0u);
   EXPECT_GE(launches, st.kernels);
   EXPECT_GT(st.api_ns, 0u);
   // Its own stop (a device synchronisation) is not among the calls.
