@@ -8,7 +8,7 @@
 //   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
 //          case=<case>/<dtype>/<shape>
 //   RESULT sweep_harness empty ms=<the fork and join alone> streams=<n>   (first)
-//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|float_sums|fused|xy_tables> ms=<median>
+//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|float_sums|fused|xy_prefetch> ms=<median>
 //          xcopy=<ms / copy ms> vs_default=<ms / the default path's ms>   (the path a case took
 //          before: 3D min/max of size >= 5 through the tile kernel's z ring; the 3x3(x3) mean of
 //          8- and 16-bit voxels with float sums; the 3D Gaussian of radius <= 8 in one fused
@@ -301,9 +301,9 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       path = "fused";
     } else if (c.op == op_kind::gaussian && !std::is_same_v<T, float> &&
                std::max(radius(c.sigma.x), radius(c.sigma.y)) > 8) {
-      alt = &vox::detail::filt::gauss_xy_tables;
-      alt_value = true;
-      path = "xy_tables";
+      alt = &vox::detail::filt::gauss_xy_tables;  // the default: its alternative
+      alt_value = false;
+      path = "xy_prefetch";
     }
     if (alt != nullptr) {
       const measured a = [&] {
