@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Runs a build's ctest suite with its GoogleTest cases batched, many to a process.
+
+    python3 scripts/ctest_shards.py BUILD_DIR [-j N] [-R REGEX] [-E REGEX] [--timeout S]
+
+ctest starts one process per GoogleTest case (gtest_discover_tests), and on the CUDA backend
+each process makes its own CUDA context: on a 16-core H100 machine `ctest -j 8` over the ~1150
+tests took 270 s, the median case 1.38 s. This script asks ctest for the suite (`ctest -N
+--show-only=json-v1`), runs the GoogleTest cases of each binary in batches (one process per
+batch, `--gtest_filter` naming the batch's cases, N processes at a time), and then hands to
+ctest, by test number, every case that failed, crashed or timed out in its batch, so that each
+runs alone as ctest would run it, together with the tests that are not GoogleTest cases
+(samples, the package test, scripts).
+A test counts as failed only if it fails there, alone: the verdicts are ctest's. Cases that
+failed in a batch but passed alone are listed, since they depend on running in a fresh process.
+
+-R and -E select tests by name as ctest's options do (Python's regular expressions): only those
+matching -R, none matching -E. The last lines have ctest's form ("N% tests passed, F tests failed out of T" and, if any failed,
+"The following tests FAILED:" with one "<number> - <name> (Failed)" line each), so that
+scripts/gpu_check.sh's summary reads them as it reads ctest's. Exit status: 0 if every test
+passed (or skipped itself), 1 if one failed, 2 on a usage or ctest error.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+RESULT = re.compile(r"^\[\s+(OK|FAILED|SKIPPED)\s+\] ([^\s,]+)")
+
+
+def suite(build):
+    r = subprocess.run(["ctest", "--test-dir", build, "-N", "--show-only=json-v1"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr)
+        raise SystemExit(2)
+    return json.loads(r.stdout)["tests"]
+
+
+def gtest_case(test):
+    """(binary, working directory, filter) of a discovered GoogleTest case, else None."""
+    cmd = test.get("command") or []
+    filters = [a for a in cmd if a.startswith("--gtest_filter=")]
+    if len(cmd) < 2 or len(filters) != 1 or not os.path.isfile(cmd[0]):
+        return None
+    flt = filters[0][len("--gtest_filter="):]
+    if any(c in flt for c in "*?:") or flt.startswith("-"):
+        return None  # not one case
+    wd = next((p["value"] for p in test.get("properties", []) if p["name"] == "WORKING_DIRECTORY"),
+              os.path.dirname(cmd[0]))
+    return cmd[0], wd, flt, [a for a in cmd[1:] if a != filters[0]]
+
+
+def run_batch(binary, wd, extra, names, timeout):
+    """Runs one batch; returns ({name: 'OK'|'FAILED'|'SKIPPED'}, seconds, output tail)."""
+    t0 = time.monotonic()
+    cmd = [binary, "--gtest_filter=" + ":".join(names)] + extra
+    try:
+        r = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=timeout,
+                           errors="replace")
+        out = r.stdout + r.stderr
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or "") if isinstance(e.stdout, str) else ""
+        out += "\n(batch timed out)"
+    seen = {}
+    for line in out.splitlines():
+        m = RESULT.match(line)
+        if m and m.group(2) in names and m.group(2) not in seen:
+            seen[m.group(2)] = m.group(1)
+    return seen, time.monotonic() - t0, out[-2000:]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build")
+    ap.add_argument("-j", type=int, default=os.cpu_count() or 2, help="processes at a time")
+    ap.add_argument("-R", dest="include", default=None, help="only tests matching this")
+    ap.add_argument("-E", dest="exclude", default=None, help="leave out tests matching this")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per batch")
+    ap.add_argument("--batches-per-job", type=int, default=4,
+                    help="batches per process slot and binary (load balance against start-up)")
+    a = ap.parse_args()
+    t_start = time.monotonic()
+    jobs = max(1, a.j)
+    include = re.compile(a.include) if a.include else None
+    exclude = re.compile(a.exclude) if a.exclude else None
+
+    tests = suite(a.build)
+    number = {t["name"]: i + 1 for i, t in enumerate(tests)}  # ctest's test numbers
+    by_binary = {}  # (binary, wd, extra args) -> [(filter, name)]
+    others = []
+    for t in tests:
+        if include is not None and not include.search(t["name"]):
+            continue
+        if exclude is not None and exclude.search(t["name"]):
+            continue
+        g = gtest_case(t)
+        if g is None:
+            others.append(t["name"])
+        else:
+            by_binary.setdefault((g[0], g[1], tuple(g[3])), []).append((g[2], t["name"]))
+
+    batches = []
+    for key, cases in by_binary.items():
+        n = max(1, min(len(cases), jobs * a.batches_per_job))
+        for k in range(n):
+            part = cases[k::n]
+            if part:
+                batches.append((key, part))
+    # Largest binaries' batches first.
+    batches.sort(key=lambda b: -len(b[1]))
+
+    verdict = {}  # ctest name -> OK / FAILED / SKIPPED / None (no result)
+    notes = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futs = [(b, pool.submit(run_batch, b[0][0], b[0][1], list(b[0][2]),
+                                [f for f, _ in b[1]], a.timeout)) for b in batches]
+        for (key, part), fut in futs:
+            seen, secs, tail = fut.result()
+            missing = 0
+            for f, name in part:
+                verdict[name] = seen.get(f)
+                missing += f not in seen
+            if missing:
+                notes.append(f"{os.path.basename(key[0])}: {missing} of {len(part)} cases of a "
+                             f"batch gave no result (crash or time-out); output's end:\n{tail}")
+    batched = len(verdict)
+    ok = sum(v == "OK" for v in verdict.values())
+    skipped = sum(v == "SKIPPED" for v in verdict.values())
+    again = sorted((n for n, v in verdict.items() if v not in ("OK", "SKIPPED")),
+                   key=lambda n: number[n])
+    print(f"ctest_shards: {batched} GoogleTest cases in {len(batches)} batches, {jobs} at a "
+          f"time: {ok} passed, {skipped} skipped, {len(again)} to re-run alone "
+          f"({time.monotonic() - t_start:.0f} s)")
+    for n in notes:
+        print(n)
+
+    # ctest: the re-runs and every test that is not a GoogleTest case, by number.
+    alone = again + others
+    failed = []
+    passed_alone = []
+    if alone:
+        nums = sorted(number[n] for n in alone)
+        print(f"ctest_shards: ctest runs {len(alone)} tests alone ({len(again)} re-runs, "
+              f"{len(others)} not GoogleTest cases)", flush=True)
+        log = os.path.join(a.build, "Testing", "ctest_shards_rerun.log")
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        r = subprocess.run(["ctest", "--test-dir", a.build, "-j", str(jobs),
+                            "--output-on-failure", "-O", log,
+                            "-I", "0,0,0," + ",".join(map(str, nums))],
+                           capture_output=True, text=True, errors="replace")
+        # Its output indented, and its own summary lines reworded, so that only this script's
+        # last lines read as a ctest summary.
+        inner = r.stdout[-20000:].replace("% tests passed, ", "% of these passed, ")
+        inner = inner.replace("The following tests FAILED:", "Of these, failed:")
+        sys.stdout.write("".join("  | " + line for line in inner.splitlines(True)))
+        failed_lines = re.findall(r"^\s+(\d+) - (.+?) \(", r.stdout, flags=re.M)
+        failed_names = {name for _, name in failed_lines}
+        # A test ctest could not run at all also counts as failed.
+        if r.returncode != 0 and not failed_names:
+            failed_names = set(alone)
+        failed = sorted(failed_names, key=lambda n: number.get(n, 0))
+        passed_alone = [n for n in again if n not in failed_names]
+    if passed_alone:
+        print(f"ctest_shards: {len(passed_alone)} failed in a batch but passed alone "
+              "(they depend on a fresh process):")
+        for n in passed_alone:
+            print(f"\t{number[n]} - {n}")
+
+    total = batched + len(others)
+    pct = 100 if total == 0 else int(100 * (total - len(failed)) / total)
+    print(f"\n{pct}% tests passed, {len(failed)} tests failed out of {total}")
+    print(f"Total Test time (real) = {time.monotonic() - t_start:.2f} sec")
+    if failed:
+        print("\nThe following tests FAILED:")
+        for n in failed:
+            print(f"\t{number.get(n, 0)} - {n} (Failed)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
