@@ -65,7 +65,9 @@ def run_batch(binary, wd, extra, names, timeout):
                            errors="replace")
         out = r.stdout + r.stderr
     except subprocess.TimeoutExpired as e:
-        out = (e.stdout or "") if isinstance(e.stdout, str) else ""
+        # What the batch printed before it was stopped (bytes, whatever `text` says).
+        got = e.stdout or b""
+        out = got.decode(errors="replace") if isinstance(got, bytes) else got
         out += "\n(batch timed out)"
     seen = {}
     for line in out.splitlines():
@@ -81,7 +83,8 @@ def main():
     ap.add_argument("-j", type=int, default=os.cpu_count() or 2, help="processes at a time")
     ap.add_argument("-R", dest="include", default=None, help="only tests matching this")
     ap.add_argument("-E", dest="exclude", default=None, help="leave out tests matching this")
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per batch")
+    ap.add_argument("--timeout", type=float, default=300.0,
+                    help="seconds a batch may run; its cases without a result then run alone")
     ap.add_argument("--batches-per-job", type=int, default=4,
                     help="batches per process slot and binary (load balance against start-up)")
     a = ap.parse_args()

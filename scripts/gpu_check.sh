@@ -233,8 +233,9 @@ if [[ "$TESTS_MODE" == ctest ]]; then
 else
   # The GoogleTest cases batched, many to a process (one CUDA context each), then whatever
   # failed in a batch and the other tests alone through ctest (scripts/ctest_shards.py).
+  # A batch that hangs is stopped after 150 s, its cases then run alone.
   step ctest "$LOG_CTEST" 300 python3 "$ROOT/scripts/ctest_shards.py" "$BUILD" -j "$CTEST_JOBS" \
-    -E "$TIMED"
+    -E "$TIMED" --timeout 150
 fi
 step ctest-timed "$LOG_CTEST" 200 ctest --preset cuda -j 1 -R "$TIMED"
 
