@@ -42,8 +42,17 @@ def suite(build):
     return json.loads(r.stdout)["tests"]
 
 
+# Test properties a batch honours (the working directory; a skip is read from the output; a
+# batch has a time limit of its own). A case with any other (ENVIRONMENT, RUN_SERIAL, ...) runs
+# alone through ctest.
+BATCHABLE = {"WORKING_DIRECTORY", "SKIP_REGULAR_EXPRESSION", "LABELS", "TIMEOUT"}
+
+
 def gtest_case(test):
-    """(binary, working directory, filter) of a discovered GoogleTest case, else None."""
+    """(binary, working directory, filter, other arguments) of a discovered GoogleTest case
+    that can run in a batch, else None."""
+    if any(p["name"] not in BATCHABLE for p in test.get("properties", [])):
+        return None
     cmd = test.get("command") or []
     filters = [a for a in cmd if a.startswith("--gtest_filter=")]
     if len(cmd) < 2 or len(filters) != 1 or not os.path.isfile(cmd[0]):
