@@ -9,6 +9,8 @@
 
 #include <voxstream/ops/filter.hpp>
 
+#include "../../src/ops/detail/filter_paths.hpp"
+
 VOXBENCH_REGISTER(filters) {
   vox::stream_set& set = *ctx.streams;
   const double n = static_cast<double>(ctx.ext.voxels());
@@ -26,6 +28,15 @@ VOXBENCH_REGISTER(filters) {
            }});
   ctx.add({"gaussian sigma=1", "f32", f32, [&ctx, scratch](int i) {
              vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, *scratch, 1.0);
+           }});
+  // Radius 32: the 1D passes by default; "(two passes)" the xy kernel at radius bucket 32 and
+  // the 1D pass along z (vox::detail::filt::gauss_wide, off until a GPU measures it).
+  ctx.add({"gaussian sigma=8", "f32", f32, [&ctx, scratch](int i) {
+             vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, *scratch, 8.0);
+           }});
+  ctx.add({"gaussian sigma=8 (two passes)", "f32", f32, [&ctx, scratch](int i) {
+             const vox::detail::filt::scoped_path wide(vox::detail::filt::gauss_wide, true);
+             vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, *scratch, 8.0);
            }});
   ctx.add({"gaussian sigma=2 per slice", "f32", f32, [&ctx, per_slice](int i) {
              vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, 2.0, per_slice);

@@ -250,15 +250,17 @@ template <class T, class F, int R>
 constexpr bool gauss_xy_async_serves() {
   return (std::is_same_v<T, float> && std::is_same_v<F, float>) || R > 8;
 }
-/// Whether the register-prefetch kernel serves too (the other path of gauss_xy_tables).
+/// Whether the register-prefetch kernel serves too (the other path of gauss_xy_tables): voxels
+/// other than float up to radius 16 (beyond, its static tiles pass 48 KiB).
 template <class T, class F, int R>
 constexpr bool gauss_xy_prefetch_serves() {
-  return !(std::is_same_v<T, float> && std::is_same_v<F, float>);
+  return !(std::is_same_v<T, float> && std::is_same_v<F, float>) && R <= 16;
 }
 
 /// Dynamic shared memory of the table-addressed xy kernel: none up to radius 8 (its two input
 /// buffers and x results fit the static 48 KiB), all three buffers above (opted in: 55 KiB at
-/// radius 12, 66 KiB at 16, three blocks per SM). The input buffers hold filter-type values.
+/// radius 12, 66 KiB at 16, three blocks per SM; about 92 KiB at 24, two; 122 KiB at 32, one). The
+/// input buffers hold filter-type values.
 template <class T, class F, int R>
 constexpr std::size_t gauss_async_dyn_bytes() {
   constexpr int TX = gx_tile, TY = gauss_tile_y<F>(), HX = TX + 2 * R, HY = TY + 2 * R;
@@ -545,21 +547,26 @@ void run_gauss_z(stream_set& streams, const char* op, const volume<F>& in, volum
                });
 }
 
-/// Smallest radius bucket holding r (a multiple of 4: 4, 8, then 12 and 16 for float), or 0 when
-/// the fused path does not serve it. A radius equal to its bucket (sigma 1, 2, 3, 4 at scipy's
+/// Smallest radius bucket holding r (a multiple of 4: 4, 8, then 12 and 16 for float, and with
+/// `wide` 24 and 32 for float: the xy kernel's buckets under gauss_wide), or 0 when the fused
+/// path does not serve it. A radius equal to its bucket (sigma 1, 2, 3, 4, 6, 8 at scipy's
 /// truncate 4) runs the EXACT kernels, whose taps need no test against the radius; on the H200
 /// the tests made the bucket-16 passes (sigma 4, radius 16) issue-bound at 3x the FMAs.
 template <class F>
-int gauss_bucket(idx_t r) {
+int gauss_bucket(idx_t r, bool wide = false) {
   if (r <= 4) return 4;
   if (r <= 8) return 8;
   if (r <= 12 && sizeof(F) == 4) return 12;
   if (r <= 16 && sizeof(F) == 4) return 16;
+  if (r <= 24 && sizeof(F) == 4 && wide) return 24;
+  if (r <= 32 && sizeof(F) == 4 && wide) return 32;
   return 0;
 }
 
-/// Calls go(integral_constant<bucket>, integral_constant<exact>) for a bucket of gauss_bucket.
-template <class F, class Go>
+/// Calls go(integral_constant<bucket>, integral_constant<exact>) for a bucket of gauss_bucket of
+/// at most MAXR (16: the z kernel, whose register window does not take more; 32: the xy
+/// kernels).
+template <class F, int MAXR = 16, class Go>
 void gauss_by_bucket(int bucket, bool exact, Go&& go) {
   auto with = [&](auto rt) {
     if (exact) {
@@ -575,8 +582,14 @@ void gauss_by_bucket(int bucket, bool exact, Go&& go) {
   } else if constexpr (sizeof(F) == 4) {
     if (bucket == 12) {
       with(std::integral_constant<int, 12>{});
-    } else {
+    } else if (bucket == 16 || MAXR < 24) {
       with(std::integral_constant<int, 16>{});
+    } else if constexpr (MAXR >= 24) {
+      if (bucket == 24) {
+        with(std::integral_constant<int, 24>{});
+      } else {
+        with(std::integral_constant<int, 32>{});
+      }
     }
   }
 }
@@ -585,7 +598,7 @@ template <class T, class F>
 void gauss_xy_dispatch(int bucket, stream_set& streams, const char* op, const volume<T>& in,
                        volume<F>& out, const filter_options& o, const double* sg, const idx_t* r,
                        const std::vector<slab>& plan) {
-  gauss_by_bucket<F>(bucket, r[0] == bucket && r[1] == bucket, [&](auto rt, auto et) {
+  gauss_by_bucket<F, 32>(bucket, r[0] == bucket && r[1] == bucket, [&](auto rt, auto et) {
     run_gauss_xy<T, F, decltype(rt)::value, decltype(et)::value>(streams, op, in, out, o, sg[0],
                                                                   r[0], sg[1], r[1], plan);
   });
@@ -618,7 +631,7 @@ void gauss_one_slab(int bxy, int bz, stream_set& streams, const char* op, const 
   exec::run_op(streams, op, plan, acc, [&](stream_view s, const slab& w) {
     std::optional<device_buffer<F>> own;
     F* t = scratch != nullptr ? scratch->data() : own.emplace(e.voxels(), s).data();
-    gauss_by_bucket<F>(bxy, r[0] == bxy && r[1] == bxy, [&](auto rt, auto et) {
+    gauss_by_bucket<F, 32>(bxy, r[0] == bxy && r[1] == bxy, [&](auto rt, auto et) {
       constexpr int R = decltype(rt)::value;
       enqueue_gauss_xy<T, F, R, decltype(et)::value>(s, w, e, src, t, o,
                                                      make_taps<F, R>(sg[0], r[0]),
@@ -651,36 +664,7 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
     return scratch != nullptr ? *scratch : own.emplace(streams, in.extent());
   };
 
-#if VOX_BACKEND_CUDA
-  if (gauss_fused.load(std::memory_order_relaxed) &&
-      run_gauss_fused<T, F>(streams, op, in, out, o, sg, r))
-    return;
-  const int bxy = gauss_bucket<F>(std::max(r[0], r[1]));
-  const int bz = o.dims == 3 ? gauss_bucket<F>(r[2]) : 4;
-  // The fused kernels keep in-slice offsets in 32 bits.
-  const bool fits = in.extent().slice_voxels() <= std::size_t{0xffffffffu};
-  if (bxy != 0 && bz != 0 && fits) {
-    // One plan for both passes, so that each z slab waits only for the xy slabs of its
-    // neighbours' streams: the policy's for the whole filter (two passes of about two copies
-    // each), with slabs no shallower than the z pass's chunks.
-    const std::vector<slab> plan = streams.plan(exec::work_of(
-        {read_z(in, o.dims == 3 ? r[2] : 0, o.mode), vox::write(out)}, op,
-        o.dims == 3 ? 4.0 : 2.0,
-        o.dims == 3 ? static_cast<std::size_t>(gauss_z_depth(r[2])) : 1));
-    if (o.dims == 2) {
-      gauss_xy_dispatch<T, F>(bxy, streams, op, in, out, o, sg, r, plan);
-    } else if (plan.size() == 1) {
-      gauss_one_slab<T, F>(bxy, bz, streams, op, in, out, scratch, o, sg, r, plan);
-    } else {
-      volume<F>& t = tmp();
-      gauss_xy_dispatch<T, F>(bxy, streams, op, in, t, o, sg, r, plan);
-      gauss_z_dispatch<F>(bz, streams, op, t, out, o, sg[2], r[2], plan);
-    }
-    return;
-  }
-#endif
-
-  // 1D passes in scipy's order, weights computed per tap: exp(-o^2 / (2 sigma^2)) / sum.
+  // The 1D passes' weights, computed per tap: exp(-o^2 / (2 sigma^2)) / sum.
   auto norm = [&](int a) {
     double sum = 0;
     for (idx_t i = -r[a]; i <= r[a]; ++i) sum += i == 0 ? 1.0 : std::exp(-0.5 / (sg[a] * sg[a]) * double(i * i));
@@ -692,6 +676,46 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
     return static_cast<F>(std::max(-0.5 / (sg[a] * sg[a]),
                                    -static_cast<double>(std::numeric_limits<F>::max())));
   };
+
+#if VOX_BACKEND_CUDA
+  if (gauss_fused.load(std::memory_order_relaxed) &&
+      run_gauss_fused<T, F>(streams, op, in, out, o, sg, r))
+    return;
+  const bool wide = gauss_wide.load(std::memory_order_relaxed);
+  const int bxy = gauss_bucket<F>(std::max(r[0], r[1]), wide);
+  const int bz = o.dims == 3 ? gauss_bucket<F>(r[2]) : 4;
+  // Under gauss_wide, a z radius over the z kernel's 16 takes the 1D pass after the fused xy
+  // pass: two passes, not three.
+  const bool z_by_pass = o.dims == 3 && bz == 0 && wide && bxy != 0;
+  // The fused kernels keep in-slice offsets in 32 bits.
+  const bool fits = in.extent().slice_voxels() <= std::size_t{0xffffffffu};
+  if (bxy != 0 && (bz != 0 || z_by_pass) && fits) {
+    // One plan for both passes, so that each z slab waits only for the xy slabs of its
+    // neighbours' streams: the policy's for the whole filter (two passes of about two copies
+    // each), with slabs no shallower than the z pass's chunks.
+    const std::vector<slab> plan = streams.plan(exec::work_of(
+        {read_z(in, o.dims == 3 ? r[2] : 0, o.mode), vox::write(out)}, op,
+        o.dims == 3 ? 4.0 : 2.0,
+        o.dims == 3 ? static_cast<std::size_t>(gauss_z_depth(r[2])) : 1));
+    if (o.dims == 2) {
+      gauss_xy_dispatch<T, F>(bxy, streams, op, in, out, o, sg, r, plan);
+    } else if (plan.size() == 1 && !z_by_pass) {
+      gauss_one_slab<T, F>(bxy, bz, streams, op, in, out, scratch, o, sg, r, plan);
+    } else {
+      volume<F>& t = tmp();
+      gauss_xy_dispatch<T, F>(bxy, streams, op, in, t, o, sg, r, plan);
+      if (z_by_pass) {
+        run_pass<F, F, F, pass_op::gauss>(streams, op, t, out, 2, r[2], o.mode, cval, norm(2),
+                                          p1(2));
+      } else {
+        gauss_z_dispatch<F>(bz, streams, op, t, out, o, sg[2], r[2], plan);
+      }
+    }
+    return;
+  }
+#endif
+
+  // 1D passes in scipy's order.
   volume<F>& t = tmp();
   if (o.dims == 3) {
     run_pass<T, F, F, pass_op::gauss>(streams, op, in, out, 2, r[2], o.mode, cval, norm(2), p1(2));

@@ -28,6 +28,7 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../../src/memory/detail/counters.hpp"
 #include "../../src/ops/detail/filter_paths.hpp"
 #include "../../src/ops/detail/van_herk.hpp"
 #include "../common/border_ref.hpp"
@@ -595,6 +596,49 @@ TYPED_TEST(FilterTyped, GaussianXyTablesMatchReferenceAndThePrefetchKernel) {
       }
     }
   }
+}
+
+// Radii of 17 to 32 in x or y, or over 16 in z, under gauss_wide (CUDA, float filter types; the
+// host backend has one path): the table-addressed xy kernel at radius buckets 24 and 32, then
+// the z kernel or the 1D pass along z. Every voxel type and border mode, radii equal to their
+// bucket (sigma 6 and 8) and not, anisotropic sigma, partial tiles, 2D and 3D, a radius larger
+// than the extent, against the double reference; on one slab two launches where the 1D passes
+// take three. An x radius over 32 keeps the 1D passes.
+TYPED_TEST(FilterTyped, GaussianOfWideRadiiInTwoPasses) {
+  using T = TypeParam;
+  using F = vox::filter_real_t<T>;
+  using vox::detail::filt::gauss_wide;
+  using vox::detail::filt::scoped_path;
+  const scoped_path on(gauss_wide, true);
+  for (border m : all_modes) {
+    for (int dims : {2, 3}) {
+      check_gaussian<T>(extent3{83, 45, 7}, {6.0, 5.3, 1.0}, opts(m, dims, 0.5), three, 71);
+      check_gaussian<T>(extent3{83, 45, 7}, {8.0, 2.0, 7.0}, opts(m, dims, -1.5), three, 72);
+    }
+  }
+  check_gaussian<T>(odd_ext, {1.0, 1.0, 6.0}, opts(border::reflect, 3), three, 73);
+  check_gaussian<T>(odd_ext, {7.5, 7.9, 4.5}, opts(border::nearest, 3), three, 74);
+  check_gaussian<T>(extent3{150, 140, 3}, 8.0, opts(border::constant, 3, 2.0), three, 75);
+  check_gaussian<T>(odd_ext, {9.0, 1.0, 1.0}, opts(border::wrap, 3), three, 76);
+  if (!VOX_BACKEND_CUDA || sizeof(F) != 4) return;
+  const stream_config one{1, vox::slice_mapping::contiguous, false};
+  const extent3 e{70, 40, 45};
+  vox::stream_set set = make_set(one);
+  const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, 77));
+  vox::volume<F> out(set, e), scratch(set, e);  // the caller's intermediate: no allocation
+  auto launches = [&](const vox::sigma3& sg) {
+    set.synchronize();
+    auto& c = vox::detail::counters();
+    const std::size_t before = c.launches.load();
+    vox::gaussian(set, in, out, scratch, sg);
+    return c.launches.load() - before;
+  };
+  EXPECT_EQ(launches({6.0, 6.0, 2.0}), 2u);  // xy bucket 24, the z kernel
+  EXPECT_EQ(launches({1.0, 1.0, 8.0}), 2u);  // xy bucket 4, z by the 1D pass
+  EXPECT_EQ(launches(vox::sigma3{8.0}), 2u);
+  EXPECT_EQ(launches({9.0, 1.0, 1.0}), 3u);  // x radius 36: the 1D passes
+  const scoped_path off(gauss_wide, false);
+  EXPECT_EQ(launches(vox::sigma3{8.0}), 3u);
 }
 
 TYPED_TEST(FilterTyped, SobelAndGradientMagnitudeMatchReference) {

@@ -29,6 +29,13 @@ inline std::atomic<bool> gauss_fused{false};
 /// every element of every slice (false). Both give the same voxels.
 inline std::atomic<bool> gauss_xy_tables{true};
 
+/// The Gaussian of float filter type with an x or y radius of 17 to 32, or a z radius over 16:
+/// two passes (true): the table-addressed xy kernel at radius buckets 24 and 32 (or 4 to 16),
+/// then the z kernel (z radius up to 16) or the 1D pass along z (any z radius); or the three 1D
+/// passes (false, the default until a GPU checks and measures the first). Radii over 32 in x or
+/// y always take the 1D passes.
+inline std::atomic<bool> gauss_wide{false};
+
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
 class scoped_path {
