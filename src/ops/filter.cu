@@ -692,14 +692,15 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
   if (bxy != 0 && (bz != 0 || z_by_pass) && fits) {
     // One plan for both passes, so that each z slab waits only for the xy slabs of its
     // neighbours' streams: the policy's for the whole filter (two passes of about two copies
-    // each), with slabs no shallower than the z pass's chunks.
+    // each), with slabs no shallower than the z pass's chunks. A z pass by the 1D pass plans
+    // its own slabs: the xy pass's plan then has neither its halo nor its depth.
+    const bool z_kernel = o.dims == 3 && !z_by_pass;
     const std::vector<slab> plan = streams.plan(exec::work_of(
-        {read_z(in, o.dims == 3 ? r[2] : 0, o.mode), vox::write(out)}, op,
-        o.dims == 3 ? 4.0 : 2.0,
-        o.dims == 3 ? static_cast<std::size_t>(gauss_z_depth(r[2])) : 1));
+        {read_z(in, z_kernel ? r[2] : 0, o.mode), vox::write(out)}, op, z_kernel ? 4.0 : 2.0,
+        z_kernel ? static_cast<std::size_t>(gauss_z_depth(r[2])) : 1));
     if (o.dims == 2) {
       gauss_xy_dispatch<T, F>(bxy, streams, op, in, out, o, sg, r, plan);
-    } else if (plan.size() == 1 && !z_by_pass) {
+    } else if (plan.size() == 1 && z_kernel) {
       gauss_one_slab<T, F>(bxy, bz, streams, op, in, out, scratch, o, sg, r, plan);
     } else {
       volume<F>& t = tmp();
