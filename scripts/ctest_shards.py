@@ -43,9 +43,22 @@ def suite(build):
 
 
 # Test properties a batch honours (the working directory; a skip is read from the output; a
-# batch has a time limit of its own). A case with any other (ENVIRONMENT, RUN_SERIAL, ...) runs
-# alone through ctest.
-BATCHABLE = {"WORKING_DIRECTORY", "SKIP_REGULAR_EXPRESSION", "LABELS", "TIMEOUT"}
+# batch has a time limit of its own; DEF_SOURCE_LINE, which gtest_discover_tests adds from
+# CMake 3.30 on, only says where the case is defined). A case with any other (ENVIRONMENT,
+# RUN_SERIAL, ...) runs alone through ctest.
+BATCHABLE = {"WORKING_DIRECTORY", "SKIP_REGULAR_EXPRESSION", "LABELS", "TIMEOUT",
+             "DEF_SOURCE_LINE"}
+
+
+def why_alone(test):
+    """A short reason why a test is not batched (for the summary)."""
+    props = sorted(p["name"] for p in test.get("properties", []) if p["name"] not in BATCHABLE)
+    if props:
+        return "property " + ",".join(props)
+    cmd = test.get("command") or []
+    if not any(a.startswith("--gtest_filter") for a in cmd):
+        return "not a GoogleTest case (e.g. " + " ".join(cmd[:4])[:300] + ")"
+    return "not one case, or its binary is missing (e.g. " + " ".join(cmd[:4])[:300] + ")"
 
 
 def gtest_case(test):
@@ -53,7 +66,12 @@ def gtest_case(test):
     that can run in a batch, else None."""
     if any(p["name"] not in BATCHABLE for p in test.get("properties", [])):
         return None
-    cmd = test.get("command") or []
+    cmd = list(test.get("command") or [])
+    # "--gtest_filter=Suite.Case", or the filter as the next argument.
+    for i, a in enumerate(cmd[:-1]):
+        if a == "--gtest_filter":
+            cmd[i:i + 2] = ["--gtest_filter=" + cmd[i + 1]]
+            break
     filters = [a for a in cmd if a.startswith("--gtest_filter=")]
     if len(cmd) < 2 or len(filters) != 1 or not os.path.isfile(cmd[0]):
         return None
@@ -106,6 +124,7 @@ def main():
     number = {t["name"]: i + 1 for i, t in enumerate(tests)}  # ctest's test numbers
     by_binary = {}  # (binary, wd, extra args) -> [(filter, name)]
     others = []
+    why = {}  # reason a test runs alone -> count
     for t in tests:
         if include is not None and not include.search(t["name"]):
             continue
@@ -114,6 +133,8 @@ def main():
         g = gtest_case(t)
         if g is None:
             others.append(t["name"])
+            reason = why_alone(t)
+            why[reason] = why.get(reason, 0) + 1
         else:
             by_binary.setdefault((g[0], g[1], tuple(g[3])), []).append((g[2], t["name"]))
 
@@ -149,6 +170,8 @@ def main():
     print(f"ctest_shards: {batched} GoogleTest cases in {len(batches)} batches, {jobs} at a "
           f"time: {ok} passed, {skipped} skipped, {len(again)} to re-run alone "
           f"({time.monotonic() - t_start:.0f} s)")
+    for reason, count in sorted(why.items(), key=lambda kv: -kv[1]):
+        print(f"ctest_shards: {count} tests run alone: {reason}")
     for n in notes:
         print(n)
 
@@ -171,7 +194,11 @@ def main():
         inner = r.stdout[-20000:].replace("% tests passed, ", "% of these passed, ")
         inner = inner.replace("The following tests FAILED:", "Of these, failed:")
         sys.stdout.write("".join("  | " + line for line in inner.splitlines(True)))
-        failed_lines = re.findall(r"^\s+(\d+) - (.+?) \(", r.stdout, flags=re.M)
+        # Only the lines under ctest's "The following tests FAILED:" (a skipped test is also
+        # listed, under "The following tests did not run:", and is not a failure).
+        failed_part = r.stdout.split("The following tests FAILED:", 1)
+        failed_part = failed_part[1] if len(failed_part) == 2 else ""
+        failed_lines = re.findall(r"^\s+(\d+) - (.+?) \(", failed_part, flags=re.M)
         failed_names = {name for _, name in failed_lines}
         # A test ctest could not run at all also counts as failed.
         if r.returncode != 0 and not failed_names:
