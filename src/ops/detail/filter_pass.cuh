@@ -12,6 +12,7 @@
 #include <voxstream/volume.hpp>
 #include <voxstream/volume/access.hpp>
 
+#include "../../memory/detail/counters.hpp"
 #include "filter_arith.cuh"
 #include "filter_checks.hpp"
 
@@ -19,10 +20,12 @@ namespace vox::detail::filt {
 
 // ---- per-voxel launch (both backends) ------------------------------------------------------
 
-/// Runs f(x, y, z) for every voxel of slab w (vox::detail::for_each_voxel_range).
+/// Runs f(x, y, z) for every voxel of slab w (vox::detail::for_each_voxel_range): one launch,
+/// counted like the library's other kernels.
 template <class F>
 void launch_voxels(stream_view s, const F& f, const extent3& e, const slab& w, const char* op) {
   vox::detail::for_each_voxel_range(s, f, e.x, e.y, w.z0, w.z1, op);
+  vox::detail::count_launch();
 }
 
 // ---- generic separable 1D pass (both backends) ---------------------------------------------
