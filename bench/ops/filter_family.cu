@@ -29,14 +29,27 @@ VOXBENCH_REGISTER(filters) {
   ctx.add({"gaussian sigma=1", "f32", f32, [&ctx, scratch](int i) {
              vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, *scratch, 1.0);
            }});
-  // Radius 32: the 1D passes by default; "(two passes)" the xy kernel at radius bucket 32 and
-  // the 1D pass along z (vox::detail::filt::gauss_wide, off until a GPU measures it).
+  // Radius 32: the three tiled 1D passes by default; "(two passes)" the xy kernel at radius
+  // bucket 32 and the tiled 1D pass along z (vox::detail::filt::gauss_wide).
   ctx.add({"gaussian sigma=8", "f32", f32, [&ctx, scratch](int i) {
              vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, *scratch, 8.0);
            }});
   ctx.add({"gaussian sigma=8 (two passes)", "f32", f32, [&ctx, scratch](int i) {
              const vox::detail::filt::scoped_path wide(vox::detail::filt::gauss_wide, true);
              vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, *scratch, 8.0);
+           }});
+  // The three tiled 1D passes where the fused kernels serve (vox::detail::filt::gauss_lines),
+  // against the default.
+  ctx.add({"gaussian sigma=4", "f32", f32, [&ctx, scratch](int i) {
+             vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, *scratch, 4.0);
+           }});
+  ctx.add({"gaussian sigma=4 (1D passes)", "f32", f32, [&ctx, scratch](int i) {
+             const vox::detail::filt::scoped_path lines(vox::detail::filt::gauss_lines, true);
+             vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, *scratch, 4.0);
+           }});
+  ctx.add({"gaussian sigma=2 (1D passes)", "f32", f32, [&ctx, scratch](int i) {
+             const vox::detail::filt::scoped_path lines(vox::detail::filt::gauss_lines, true);
+             vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, *scratch, 2.0);
            }});
   ctx.add({"gaussian sigma=2 per slice", "f32", f32, [&ctx, per_slice](int i) {
              vox::gaussian(*ctx.streams, ctx.f32(i), *ctx.f32_out, 2.0, per_slice);

@@ -17,6 +17,7 @@
 #include "detail/filter_arith.cuh"
 #include "detail/filter_box.cuh"
 #include "detail/filter_checks.hpp"
+#include "detail/filter_line.cuh"
 #include "detail/filter_pass.cuh"
 #include "detail/gauss.cuh"
 #include "detail/filter_paths.hpp"
@@ -677,6 +678,21 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
                                    -static_cast<double>(std::numeric_limits<F>::max())));
   };
 
+  // One 1D pass along axis a: on CUDA the tiled pass (filter_line.cuh) with scipy's weights
+  // computed once in double, up to its largest radius; else the generic pass.
+  auto pass = [&](const auto& src, volume<F>& dst, int a) {
+#if VOX_BACKEND_CUDA
+    if (line_serves<F>(r[a])) {
+      double w[2 * line_max_r + 1];
+      gauss_weights(sg[a], r[a], w);
+      run_line_pass(streams, op, src, dst, a, r[a], o.mode, cval, w);
+      return;
+    }
+#endif
+    run_pass<typename std::decay_t<decltype(src)>::value_type, F, F, pass_op::gauss>(
+        streams, op, src, dst, a, r[a], o.mode, cval, norm(a), p1(a));
+  };
+
 #if VOX_BACKEND_CUDA
   if (gauss_fused.load(std::memory_order_relaxed) &&
       run_gauss_fused<T, F>(streams, op, in, out, o, sg, r))
@@ -689,7 +705,8 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
   const bool z_by_pass = o.dims == 3 && bz == 0 && wide && bxy != 0;
   // The fused kernels keep in-slice offsets in 32 bits.
   const bool fits = in.extent().slice_voxels() <= std::size_t{0xffffffffu};
-  if (bxy != 0 && (bz != 0 || z_by_pass) && fits) {
+  const bool lines = gauss_lines.load(std::memory_order_relaxed);
+  if (bxy != 0 && (bz != 0 || z_by_pass) && fits && !lines) {
     // One plan for both passes, so that each z slab waits only for the xy slabs of its
     // neighbours' streams: the policy's for the whole filter (two passes of about two copies
     // each), with slabs no shallower than the z pass's chunks. A z pass by the 1D pass plans
@@ -706,8 +723,7 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
       volume<F>& t = tmp();
       gauss_xy_dispatch<T, F>(bxy, streams, op, in, t, o, sg, r, plan);
       if (z_by_pass) {
-        run_pass<F, F, F, pass_op::gauss>(streams, op, t, out, 2, r[2], o.mode, cval, norm(2),
-                                          p1(2));
+        pass(t, out, 2);
       } else {
         gauss_z_dispatch<F>(bz, streams, op, t, out, o, sg[2], r[2], plan);
       }
@@ -719,12 +735,12 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
   // 1D passes in scipy's order.
   volume<F>& t = tmp();
   if (o.dims == 3) {
-    run_pass<T, F, F, pass_op::gauss>(streams, op, in, out, 2, r[2], o.mode, cval, norm(2), p1(2));
-    run_pass<F, F, F, pass_op::gauss>(streams, op, out, t, 1, r[1], o.mode, cval, norm(1), p1(1));
+    pass(in, out, 2);
+    pass(out, t, 1);
   } else {
-    run_pass<T, F, F, pass_op::gauss>(streams, op, in, t, 1, r[1], o.mode, cval, norm(1), p1(1));
+    pass(in, t, 1);
   }
-  run_pass<F, F, F, pass_op::gauss>(streams, op, t, out, 0, r[0], o.mode, cval, norm(0), p1(0));
+  pass(t, out, 0);
 }
 
 }  // namespace

@@ -609,18 +609,28 @@ TYPED_TEST(FilterTyped, GaussianOfWideRadiiInTwoPasses) {
   using F = vox::filter_real_t<T>;
   using vox::detail::filt::gauss_wide;
   using vox::detail::filt::scoped_path;
-  const scoped_path on(gauss_wide, true);
-  for (border m : all_modes) {
-    for (int dims : {2, 3}) {
-      check_gaussian<T>(extent3{83, 45, 7}, {6.0, 5.3, 1.0}, opts(m, dims, 0.5), three, 71);
-      check_gaussian<T>(extent3{83, 45, 7}, {8.0, 2.0, 7.0}, opts(m, dims, -1.5), three, 72);
+  // Both paths: gauss_wide on (the fused xy pass, then the z kernel or the tiled 1D pass along
+  // z), and off (three tiled 1D passes on CUDA: lines of 32 by 64 outputs, so partial tiles
+  // along every axis here, and z halos across the slabs of three streams).
+  for (const bool wide : {true, false}) {
+    SCOPED_TRACE(wide ? "gauss_wide on" : "gauss_wide off");
+    const scoped_path path(gauss_wide, wide);
+    for (border m : all_modes) {
+      for (int dims : {2, 3}) {
+        check_gaussian<T>(extent3{83, 45, 7}, {6.0, 5.3, 1.0}, opts(m, dims, 0.5), three, 71);
+        check_gaussian<T>(extent3{83, 45, 7}, {8.0, 2.0, 7.0}, opts(m, dims, -1.5), three, 72);
+      }
     }
+    check_gaussian<T>(odd_ext, {1.0, 1.0, 6.0}, opts(border::reflect, 3), three, 73);
+    check_gaussian<T>(odd_ext, {7.5, 7.9, 4.5}, opts(border::nearest, 3), three, 74);
+    check_gaussian<T>(extent3{150, 140, 3}, 8.0, opts(border::constant, 3, 2.0), three, 75);
+    check_gaussian<T>(odd_ext, {9.0, 1.0, 1.0}, opts(border::wrap, 3), three, 76);
+    check_gaussian<T>(extent3{70, 33, 130}, {2.0, 3.0, 5.0}, opts(border::wrap, 3), three, 78);
   }
-  check_gaussian<T>(odd_ext, {1.0, 1.0, 6.0}, opts(border::reflect, 3), three, 73);
-  check_gaussian<T>(odd_ext, {7.5, 7.9, 4.5}, opts(border::nearest, 3), three, 74);
-  check_gaussian<T>(extent3{150, 140, 3}, 8.0, opts(border::constant, 3, 2.0), three, 75);
-  check_gaussian<T>(odd_ext, {9.0, 1.0, 1.0}, opts(border::wrap, 3), three, 76);
+  // A radius over the tiled pass's largest (240): the generic pass along x.
+  check_gaussian<T>(extent3{300, 5, 3}, {61.0, 1.0, 0.5}, opts(border::reflect, 3), three, 79);
   if (!VOX_BACKEND_CUDA || sizeof(F) != 4) return;
+  const scoped_path on(gauss_wide, true);
   const stream_config one{1, vox::slice_mapping::contiguous, false};
   const extent3 e{70, 40, 45};
   vox::stream_set set = make_set(one);
@@ -637,6 +647,7 @@ TYPED_TEST(FilterTyped, GaussianOfWideRadiiInTwoPasses) {
   EXPECT_EQ(launches({1.0, 1.0, 8.0}), 2u);  // xy bucket 4, z by the 1D pass
   EXPECT_EQ(launches(vox::sigma3{8.0}), 2u);
   EXPECT_EQ(launches({9.0, 1.0, 1.0}), 3u);  // x radius 36: the 1D passes
+  EXPECT_EQ(launches({61.0, 1.0, 1.0}), 3u);  // x radius 244: the generic pass along x
   const scoped_path off(gauss_wide, false);
   EXPECT_EQ(launches(vox::sigma3{8.0}), 3u);
 }

@@ -36,6 +36,12 @@ inline std::atomic<bool> gauss_xy_tables{true};
 /// y always take the 1D passes.
 inline std::atomic<bool> gauss_wide{false};
 
+/// The Gaussian by three tiled 1D passes (filter_line.cuh) even where the fused xy and z
+/// kernels serve (true), to measure one against the other; false (the default): the fused
+/// kernels where they serve, the tiled passes elsewhere (radius up to 240, then the generic
+/// pass).
+inline std::atomic<bool> gauss_lines{false};
+
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
 class scoped_path {
