@@ -2,6 +2,7 @@
 """Runs a build's ctest suite with its GoogleTest cases batched, many to a process.
 
     python3 scripts/ctest_shards.py BUILD_DIR [-j N] [-R REGEX] [-E REGEX] [--timeout S]
+    python3 scripts/ctest_shards.py --self-test
 
 ctest starts one process per GoogleTest case (gtest_discover_tests), and on the CUDA backend
 each process makes its own CUDA context: on a 16-core H100 machine `ctest -j 8` over the ~1150
@@ -56,9 +57,75 @@ def why_alone(test):
     if props:
         return "property " + ",".join(props)
     cmd = test.get("command") or []
+    cmd = launch_script_command(list(cmd)) or cmd
     if not any(a.startswith("--gtest_filter") for a in cmd):
         return "not a GoogleTest case (e.g. " + " ".join(cmd[:4])[:300] + ")"
     return "not one case, or its binary is missing (e.g. " + " ".join(cmd[:4])[:300] + ")"
+
+
+def launch_script_command(cmd):
+    """The command that CMake's GoogleTest/LaunchTest.cmake would run, or None: from CMake 4.x
+    on, gtest_discover_tests registers every case as `cmake -D TEST_EXECUTABLE=... -D
+    TEST_EXECUTOR=... -D TEST_FILTER=Suite.Case -D TEST_XML_OUTPUT=... -D TEST_EXTRA_ARGS=...
+    -P .../LaunchTest.cmake` (seen with CMake 4.4.3 on the GPU machine). Only the plain form
+    is taken: no executor and no XML output."""
+    if len(cmd) < 3 or cmd[-2] != "-P" or not cmd[-1].endswith("LaunchTest.cmake"):
+        return None
+    defs = {}
+    i = 1
+    while i < len(cmd) - 2:
+        if cmd[i] == "-D" and "=" in cmd[i + 1]:
+            k, v = cmd[i + 1].split("=", 1)
+            defs[k] = v
+            i += 2
+        elif cmd[i].startswith("-D") and "=" in cmd[i]:
+            k, v = cmd[i][2:].split("=", 1)
+            defs[k] = v
+            i += 1
+        else:
+            return None
+    if defs.get("TEST_EXECUTOR") or defs.get("TEST_XML_OUTPUT"):
+        return None
+    if not defs.get("TEST_EXECUTABLE") or not defs.get("TEST_FILTER"):
+        return None
+    extra = [a for a in defs.get("TEST_EXTRA_ARGS", "").split(";") if a]
+    return [defs["TEST_EXECUTABLE"], "--gtest_filter=" + defs["TEST_FILTER"]] + extra
+
+
+def ctest_failed(out):
+    """Names of the tests under ctest's "The following tests FAILED:" (a skipped test is also
+    listed, under "The following tests did not run:", and is not a failure)."""
+    part = out.split("The following tests FAILED:", 1)
+    part = part[1] if len(part) == 2 else ""
+    return {name for _, name in re.findall(r"^\s+(\d+) - (.+?) \(", part, flags=re.M)}
+
+
+def self_test():
+    """Checks the parsers on the forms seen from ctest 3.25 and 4.4 (CI runs this)."""
+    out = ("The following tests did not run:\n\t585 - A.Skipped<int> (Skipped)\n\n"
+           "The following tests FAILED:\n\t544 - B.Fails<unsigned char> (Failed)\n"
+           "\t600 - C.NotRun (Not Run)\nErrors while running CTest\n")
+    assert ctest_failed(out) == {"B.Fails<unsigned char>", "C.NotRun"}, ctest_failed(out)
+    assert ctest_failed("100% tests passed, 0 tests failed out of 3\n") == set()
+    exe = os.path.abspath(sys.executable)  # any existing file stands for the test binary
+    props = [{"name": "WORKING_DIRECTORY", "value": "/w"},
+             {"name": "SKIP_REGULAR_EXPRESSION", "value": ["x"]},
+             {"name": "DEF_SOURCE_LINE", "value": "t.cu:1"}]
+    new = {"command": ["/c/cmake", "-D", "TEST_EXECUTABLE=" + exe, "-D", "TEST_EXECUTOR=",
+                       "-D", "TEST_FILTER=F/0.Case", "-D", "TEST_XML_OUTPUT=", "-D",
+                       "TEST_EXTRA_ARGS=--a;--b", "-P", "/c/GoogleTest/LaunchTest.cmake"],
+           "properties": props}
+    assert gtest_case(new) == (exe, "/w", "F/0.Case", ["--a", "--b"]), gtest_case(new)
+    old = {"command": [exe, "--gtest_filter=S.Case", "--gtest_also_run_disabled_tests"],
+           "properties": props[:2]}
+    assert gtest_case(old) == (exe, "/w", "S.Case", ["--gtest_also_run_disabled_tests"])
+    wrapped = dict(new, command=new["command"][:4] + ["-D", "TEST_EXECUTOR=valgrind"] +
+                   new["command"][6:])
+    assert gtest_case(wrapped) is None  # an executor: alone through ctest
+    env = dict(old, properties=props + [{"name": "ENVIRONMENT", "value": ["A=1"]}])
+    assert gtest_case(env) is None and why_alone(env) == "property ENVIRONMENT"
+    print("ctest_shards: self-test passed")
+    return 0
 
 
 def gtest_case(test):
@@ -67,6 +134,7 @@ def gtest_case(test):
     if any(p["name"] not in BATCHABLE for p in test.get("properties", [])):
         return None
     cmd = list(test.get("command") or [])
+    cmd = launch_script_command(cmd) or cmd
     # "--gtest_filter=Suite.Case", or the filter as the next argument.
     for i, a in enumerate(cmd[:-1]):
         if a == "--gtest_filter":
@@ -105,6 +173,8 @@ def run_batch(binary, wd, extra, names, timeout):
 
 
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 2, help="processes at a time")
@@ -194,12 +264,7 @@ def main():
         inner = r.stdout[-20000:].replace("% tests passed, ", "% of these passed, ")
         inner = inner.replace("The following tests FAILED:", "Of these, failed:")
         sys.stdout.write("".join("  | " + line for line in inner.splitlines(True)))
-        # Only the lines under ctest's "The following tests FAILED:" (a skipped test is also
-        # listed, under "The following tests did not run:", and is not a failure).
-        failed_part = r.stdout.split("The following tests FAILED:", 1)
-        failed_part = failed_part[1] if len(failed_part) == 2 else ""
-        failed_lines = re.findall(r"^\s+(\d+) - (.+?) \(", failed_part, flags=re.M)
-        failed_names = {name for _, name in failed_lines}
+        failed_names = ctest_failed(r.stdout)
         # A test ctest could not run at all also counts as failed.
         if r.returncode != 0 and not failed_names:
             failed_names = set(alone)
