@@ -31,7 +31,10 @@
 #   GPU_CHECK_CTEST_JOBS    parallelism of the untimed tests (default 8)
 #   GPU_CHECK_TESTS         batched (default): the untimed GoogleTest cases many to a process
 #                           (scripts/ctest_shards.py; a case that fails there is run again alone
-#                           by ctest, whose verdict counts; not yet timed on a GPU); ctest: one
+#                           by ctest, whose verdict counts; its batches have not yet run on a GPU:
+#                           the first try, with CMake 4.4.3's discovered cases, batched none, since
+#                           fixed; each test binary run by hand as one process took 0.5-47 s
+#                           there, 2026-12-05); ctest: one
 #                           process per case with its own CUDA context, as `ctest --preset cuda`
 #                           runs them (on an H100, 2026-12-05: 270 s at -j 8, the median case
 #                           1.38 s; 257 s at -j 14)
