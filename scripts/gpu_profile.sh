@@ -12,7 +12,8 @@
 # the Gaussian sigma 2 on its two-kernel path and its fused one-kernel path (issues 16, 17), the
 # tiled 1D passes of the Gaussian sigma 8 (z, y and x: 1.3 ms a pass of 512^3 float32 on an H100,
 # 3.6x a copy; why is open), the
-# 3D box mean of size 9 and the median 5 of the sweep (uint8, uint16; issue 16), and the EDT and
+# 3D box mean of size 9, the median 5, the erosion of size 9, the Gaussian sigma 4 and the median
+# 3 of the sweep (uint8, uint16: the families' worst cases against a copy; issue 16), and the EDT and
 # the 26-connected label of the segmentation bench (issue 20). Output:
 # ${OUT:-build/prof-logs}/{bench_ops_1,bench_ops_32,small_slices,ncu_<case>}.txt,
 # and a summary (the RESULT lines and each kernel's duration, DRAM throughput and occupancy).
@@ -33,6 +34,9 @@ if [ $# -eq 0 ]; then
     "gaussian sigma=8::line_kernel" \
     "uniform_size=9_u8::box_::$sweep --sweep-types u8 --sweep-ops uniform_size=9" \
     "median_size=5_u16::rank::$sweep --sweep-types u16 --sweep-ops median_size=5" \
+    "erosion_size=9_u8::box_::$sweep --sweep-types u8 --sweep-ops erosion_size=9" \
+    "gaussian_sigma=4_u8::gauss_::$sweep --sweep-types u8 --sweep-ops gaussian_sigma=4" \
+    "median_size=3_u8::median3|stencil3::$sweep --sweep-types u8 --sweep-ops median_size=3" \
     "segment_edt::edt_z|edt_y_kernel::--segment --streams 1 --reps 20" \
     "segment_label::local_kernel|border_kernel|finalize_kernel::--segment --streams 1 --reps 20"
 fi
