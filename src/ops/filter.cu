@@ -665,7 +665,8 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
     return scratch != nullptr ? *scratch : own.emplace(streams, in.extent());
   };
 
-  // The 1D passes' weights, computed per tap: exp(-o^2 / (2 sigma^2)) / sum.
+  // The generic 1D pass's weights (radii beyond the tiled pass, and the host backend), computed
+  // per tap: exp(-o^2 / (2 sigma^2)) / sum.
   auto norm = [&](int a) {
     double sum = 0;
     for (idx_t i = -r[a]; i <= r[a]; ++i) sum += i == 0 ? 1.0 : std::exp(-0.5 / (sg[a] * sg[a]) * double(i * i));
@@ -682,7 +683,7 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
   // computed once in double, up to its largest radius; else the generic pass.
   auto pass = [&](const auto& src, volume<F>& dst, int a) {
 #if VOX_BACKEND_CUDA
-    if (line_serves<F>(r[a])) {
+    if (line_serves(r[a])) {
       double w[2 * line_max_r + 1];
       gauss_weights(sg[a], r[a], w);
       run_line_pass(streams, op, src, dst, a, r[a], o.mode, cval, w);

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <vector>
 
 #include <voxstream/exec/stream_set.hpp>
 #include <voxstream/ops/border.hpp>
@@ -194,9 +193,8 @@ inline line_geom make_line_geom(const extent3& e, int axis, const slab& w) {
   return g;
 }
 
-/// Whether the tiled pass serves radius r with filter type F (the tile must fit a block's
-/// shared memory; larger radii take the generic pass).
-template <class F>
+/// Whether the tiled pass serves radius r (its weights' parameter block holds radii up to
+/// line_max_r; larger radii take the generic pass).
 constexpr bool line_serves(idx_t r) {
   return r >= 0 && r <= line_max_r;
 }
