@@ -8,7 +8,7 @@
 //   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
 //          case=<case>/<dtype>/<shape>
 //   RESULT sweep_harness empty ms=<the fork and join alone> streams=<n>   (first)
-//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|float_sums|fused|xy_prefetch> ms=<median>
+//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|float_sums|fused|xy_tables|xy_prefetch> ms=<median>
 //          xcopy=<ms / copy ms> vs_default=<ms / the default path's ms>   (the path a case took
 //          before: 3D min/max of size >= 5 through the tile kernel's z ring; the 3x3(x3) mean of
 //          8- and 16-bit voxels with float sums; the 3D Gaussian of radius <= 8 in one fused
@@ -278,43 +278,46 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     std::fflush(stdout);
     worst& w = worst_of[static_cast<std::size_t>(family_of(c, std::is_same_v<T, float>))];
     if (ratio > w.ratio) w = {ratio, c.name + "/" + dt + "/" + shape};
-    // The other path of a case, where the library has two (the default before this session's
-    // change), timed in the same run so that the choice stays measured:
+    // The other paths of a case, where the library has several (each the default before a
+    // session's change, or the candidate for it), timed in the same run so that the choice
+    // stays measured:
     //  - 3D min/max of size 5 and more: z over a ring in the tile kernel (default: the z walk);
     //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (default: int sums).
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (default: the xy
     //    kernel, then the z kernel);
+    //  - the Gaussian's xy pass of 8- and 16-bit voxels at radius <= 8: the table-addressed
+    //    kernel (default: the register-prefetch kernel);
     //  - the Gaussian's xy pass of radius over 8 on voxels other than float: the
-    //    table-addressed kernel (default: the register-prefetch kernel).
-    std::atomic<bool>* alt = nullptr;
-    bool alt_value = false;  // the switch's value for the other path
-    const char* path = "";
+    //    register-prefetch kernel (default: the table-addressed kernel).
+    struct alt_path {
+      std::atomic<bool>* sw;
+      bool value;  // the switch's value for this path
+      const char* name;
+    };
+    std::vector<alt_path> alts;
     // The Gaussian's radius along an axis, as the op computes it (default truncate).
     const auto radius = [&](double sigma) {
       return vox::detail::filt::gauss_radius("bench_ops", sigma, vox::filter_options{}.truncate, 0);
     };
-    if ((c.op == op_kind::erosion || c.op == op_kind::dilation) && c.dims == 3 && c.size >= 5) {
-      alt = &vox::detail::filt::minmax_z_walk;
-      path = "zring";
-    } else if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>) {
-      alt = &vox::detail::filt::uniform3_int_sums;
-      path = "float_sums";
-    } else if (c.op == op_kind::gaussian && c.dims == 3 && radius(c.sigma.x) <= 8 &&
-               radius(c.sigma.y) <= 8 && radius(c.sigma.z) <= 8) {
-      alt = &vox::detail::filt::gauss_fused;
-      alt_value = true;
-      path = "fused";
-    } else if (c.op == op_kind::gaussian && !std::is_same_v<T, float> &&
-               std::max(radius(c.sigma.x), radius(c.sigma.y)) > 8) {
-      alt = &vox::detail::filt::gauss_xy_tables;  // the default: its alternative
-      alt_value = false;
-      path = "xy_prefetch";
-    }
-    if (alt != nullptr) {
+    namespace filt = vox::detail::filt;
+    const bool gauss = c.op == op_kind::gaussian;
+    const long rxy = gauss ? static_cast<long>(std::max(radius(c.sigma.x), radius(c.sigma.y))) : 0;
+    if ((c.op == op_kind::erosion || c.op == op_kind::dilation) && c.dims == 3 && c.size >= 5)
+      alts.push_back({&filt::minmax_z_walk, false, "zring"});
+    if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>)
+      alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
+    if (gauss && c.dims == 3 && rxy <= 8 && radius(c.sigma.z) <= 8)
+      alts.push_back({&filt::gauss_fused, true, "fused"});
+    if (gauss && sizeof(T) <= 2 && rxy <= 8)
+      alts.push_back({&filt::gauss_xy_tables_small, true, "xy_tables"});
+    if (gauss && !std::is_same_v<T, float> && rxy > 8)
+      alts.push_back({&filt::gauss_xy_tables, false, "xy_prefetch"});
+    for (const alt_path& alt : alts) {
       const measured a = [&] {
-        const vox::detail::filt::scoped_path other(*alt, alt_value);
+        const filt::scoped_path other(*alt.sw, alt.value);
         return time_case(t, o, run);
       }();
+      const char* path = alt.name;
       std::printf("%-24s %-4s %-12s %9.3f ms %8.1f GB/s  %6.2fx copy  (%d runs; %.2fx the "
                   "default)\n",
                   (c.name + "_" + path).c_str(), dt, shape.c_str(), a.ms, bytes / (a.ms * 1e6),

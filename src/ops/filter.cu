@@ -243,13 +243,15 @@ __global__ void __launch_bounds__(gx_threads, sizeof(F) == 4 ? 3 : 2)
 }
 
 /// Whether the table-addressed xy kernel below serves this input, filter type and radius bucket:
-/// float voxels at every radius bucket (4-byte asynchronous copies, no conversion), and every
-/// other voxel type at the buckets over 8, where the register-prefetch kernel above holds no
-/// prefetch (the next slice's tile does not fit its registers) and works out the border rules
-/// of every element of every slice.
+/// float voxels at every radius bucket (4-byte asynchronous copies, no conversion); every other
+/// voxel type at the buckets over 8, where the register-prefetch kernel above holds no prefetch
+/// (the next slice's tile does not fit its registers) and works out the border rules of every
+/// element of every slice; and 8- and 16-bit voxels (float filter type) at buckets 4 and 8, whose
+/// static tiles fit 48 KiB (under gauss_xy_tables_small).
 template <class T, class F, int R>
 constexpr bool gauss_xy_async_serves() {
-  return (std::is_same_v<T, float> && std::is_same_v<F, float>) || R > 8;
+  return (std::is_same_v<T, float> && std::is_same_v<F, float>) || R > 8 ||
+         (sizeof(T) <= 2 && std::is_same_v<F, float>);
 }
 /// Whether the register-prefetch kernel serves too (the other path of gauss_xy_tables): voxels
 /// other than float up to radius 16 (beyond, its static tiles pass 48 KiB).
@@ -277,8 +279,8 @@ constexpr std::size_t gauss_async_dyn_bytes() {
 // float32, sigma 2, one stream) the xy pass alone (the per-slice Gaussian) went from 0.825 ms
 // to 0.611 ms. In a first version (per-element copy addressing), 4 blocks of 256 threads per SM
 // (64 registers) beat 128 threads and 3 or 5 blocks, by 0.006 to 0.015 ms.
-// Other voxel types (radius buckets 12 and 16 only) cannot take cp.async into a buffer of
-// filter-type values: their warps load the next slice's rows through the same tables and store
+// Other voxel types (radius buckets 12 and 16; 8- and 16-bit voxels at 4 and 8 too) cannot take
+// cp.async into a buffer of filter-type values: their warps load the next slice's rows through the same tables and store
 // them converted, before filtering the current slice (the loads' latency is hidden by the other
 // resident warps' filtering, not by registers).
 template <class T, class F, int R, bool EXACT, int NT = gx_threads>
@@ -487,7 +489,7 @@ void enqueue_gauss_xy(stream_view s, const slab& w, const extent3& e, const T* s
   // if constexpr: each kernel is instantiated only where it serves.
   bool tables = gauss_xy_async_serves<T, F, R>();
   if constexpr (gauss_xy_async_serves<T, F, R>() && gauss_xy_prefetch_serves<T, F, R>())
-    tables = gauss_xy_tables.load(std::memory_order_relaxed);
+    tables = (R > 8 ? gauss_xy_tables : gauss_xy_tables_small).load(std::memory_order_relaxed);
   if constexpr (gauss_xy_async_serves<T, F, R>()) {
     if (tables) {
       constexpr std::size_t dyn = gauss_async_dyn_bytes<T, F, R>();

@@ -559,34 +559,39 @@ TYPED_TEST(FilterTyped, GaussianInOneKernelMatchesReferenceAndTheTwoKernelPath) 
   }
 }
 
-// The xy pass of radius over 8 (sigma over 2 at scipy's truncate) on voxels other than float:
-// the table-addressed kernel (the default) and the register-prefetch kernel against the
-// reference, and voxel for voxel against each other (CUDA; the host backend has one path). Radii
-// 12 and 16, partial tiles, every border mode, 2D and 3D.
+// The xy pass of voxels other than float by the table-addressed kernel and by the
+// register-prefetch kernel, against the reference and voxel for voxel against each other (CUDA;
+// the host backend has one path): radius buckets 12 and 16 (sigma over 2 at scipy's truncate;
+// switch gauss_xy_tables) and, for 8- and 16-bit voxels, 4 and 8 (gauss_xy_tables_small, where
+// other types keep one kernel). Partial tiles, every border mode, 2D and 3D.
 TYPED_TEST(FilterTyped, GaussianXyTablesMatchReferenceAndThePrefetchKernel) {
   using T = TypeParam;
   using F = vox::filter_real_t<T>;
   using vox::detail::filt::gauss_xy_tables;
+  using vox::detail::filt::gauss_xy_tables_small;
   using vox::detail::filt::scoped_path;
   const extent3 e{83, 45, 7};
   for (border m : all_modes) {
     for (int dims : {2, 3}) {
       for (const bool tables : {true, false}) {
-        const scoped_path path(gauss_xy_tables, tables);
+        const scoped_path path(gauss_xy_tables, tables), small(gauss_xy_tables_small, tables);
         check_gaussian<T>(e, {4.0, 3.0, 1.0}, opts(m, dims, 0.5), three, 61);
+        check_gaussian<T>(e, {1.0, 1.0, 1.0}, opts(m, dims, 0.5), three, 63);
+        check_gaussian<T>(e, {1.3, 2.0, 0.6}, opts(m, dims, -2.0), three, 64);
       }
-      for (const vox::sigma3 sg : {vox::sigma3{4.0, 4.0, 1.0}, vox::sigma3{2.6, 3.9, 0.7}}) {
+      for (const vox::sigma3 sg : {vox::sigma3{4.0, 4.0, 1.0}, vox::sigma3{2.6, 3.9, 0.7},
+                                   vox::sigma3{1.0, 1.0, 1.0}, vox::sigma3{1.7, 0.9, 2.0}}) {
         SCOPED_TRACE(describe(opts(m, dims, 1.5)) + ", sigma " + std::to_string(sg.x) + ", " +
                      std::to_string(sg.y));
         vox::stream_set set = make_set(three);
         const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, 62));
         vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
         {
-          const scoped_path prefetch(gauss_xy_tables, false);
+          const scoped_path prefetch(gauss_xy_tables, false), small(gauss_xy_tables_small, false);
           vox::gaussian(set, in, a, sg, opts(m, dims, 1.5));
         }
         {
-          const scoped_path tables(gauss_xy_tables, true);
+          const scoped_path tables(gauss_xy_tables, true), small(gauss_xy_tables_small, true);
           vox::gaussian(set, in, b, sg, opts(m, dims, 1.5));
         }
         const auto ha = fetch(set, a), hb = fetch(set, b);

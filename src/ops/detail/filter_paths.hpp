@@ -29,6 +29,13 @@ inline std::atomic<bool> gauss_fused{false};
 /// every element of every slice (false). Both give the same voxels.
 inline std::atomic<bool> gauss_xy_tables{true};
 
+/// The Gaussian's xy pass of radius bucket 4 or 8 on 8- and 16-bit voxels: the table-addressed
+/// kernel (true: its warps load whole rows through the tables and store them converted to float
+/// in shared memory, one slice ahead), or the register-prefetch kernel (false, the default until
+/// the first is measured on a GPU). Float voxels always take the table-addressed kernel with
+/// asynchronous copies. Both give the same voxels.
+inline std::atomic<bool> gauss_xy_tables_small{false};
+
 /// The Gaussian of float filter type with an x or y radius of 17 to 32, or a z radius over 16:
 /// two passes (true): the table-addressed xy kernel at radius buckets 24 and 32 (or 4 to 16),
 /// then the z kernel (z radius up to 16) or the 1D pass along z (any z radius); or the three 1D
