@@ -477,6 +477,37 @@ TYPED_TEST(FilterTyped, BoxMinMaxAcrossTileBucketsAndRowWidths) {
   }
 }
 
+// The fused box tile kernel with the next slice staged by asynchronous copies into a second
+// shared buffer (switch box_async; 4- and 8-byte voxels, the others keep the register staging):
+// box mean, min and max against the reference, every x and y radius bucket, 2D and 3D (the y
+// and x passes after the z walk, and min/max with z in the tile kernel's ring), partial tiles,
+// rows of 1 to 517 voxels, every border mode.
+TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
+  using T = TypeParam;
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the fused tile kernel is the cuda backend's";
+  const vox::detail::filt::scoped_path async(vox::detail::filt::box_async, true);
+  const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4}, {3, 40, 1}, {70, 33, 37}};
+  const vox::filter_size sizes[] = {{5, 5, 1}, {9, 1, 1}, {1, 9, 1}, {17, 3, 1},
+                                    {33, 17, 1}, {7, 5, 5}, {5, 9, 3}, {3, 5, 27}};
+  std::uint32_t seed = 520;
+  int turn = 0;
+  for (const extent3& e : shapes) {
+    for (const vox::filter_size& fs : sizes) {
+      const border m = all_modes[turn++ % 4];
+      const int dims = fs.z > 1 ? 3 : 2;
+      check_box<T>(box_op::uniform, e, fs, opts(m, dims, 2.0), three, ++seed);
+      check_box<T>(box_op::erosion, e, fs, opts(m, dims, 3.0), three, ++seed);
+      check_box<T>(box_op::dilation, e, fs, opts(m, dims, 1.0), three, ++seed);
+    }
+  }
+  // The 3D min/max ring in the tile kernel (the z walk off).
+  const vox::detail::filt::scoped_path ring(vox::detail::filt::minmax_z_walk, false);
+  check_box<T>(box_op::erosion, extent3{70, 33, 37}, vox::filter_size{5, 5, 5},
+               opts(border::reflect, 3), three, ++seed);
+  check_box<T>(box_op::dilation, extent3{70, 33, 37}, vox::filter_size{9, 3, 7},
+               opts(border::constant, 3, 4.0), three, ++seed);
+}
+
 // The CUDA backend's other 3x3(x3) mean of 8- and 16-bit voxels, float sums with a correctly
 // rounded division per pass (taken for a fractional cval in constant mode; int sums are the
 // default): against the reference in every mode, 2D and 3D.

@@ -30,6 +30,7 @@
 
 #include <voxstream/memory/device_buffer.hpp>
 
+#include "cp_async.cuh"
 #include "filter_arith.cuh"
 #include "filter_checks.hpp"
 #include "filter_pass.cuh"
@@ -140,12 +141,12 @@ inline constexpr int bx_hy = bx_ty + 2 * R;
 template <int R>
 inline constexpr int bx_pos = (bx_hx * bx_hy<R> + bx_threads - 1) / bx_threads;
 
-/// Shared memory of a bucket-R box kernel: the haloed slice, the y results (a row pitch of
-/// bx_hx + 2 R, so the x taps never leave the array), and for 3D min/max (`ring`) the ring of
-/// kz xy results.
+/// Shared memory of a bucket-R box kernel: the haloed slice (two with `async`: the next one's
+/// asynchronous copies land in the other), the y results (a row pitch of bx_hx + 2 R, so the x
+/// taps never leave the array), and for 3D min/max (`ring`) the ring of kz xy results.
 template <class T, int R>
-std::size_t box_shared_bytes(bool ring, int kz) {
-  std::size_t b = static_cast<std::size_t>(bx_hy<R>) * bx_hx * sizeof(T);
+std::size_t box_shared_bytes(bool ring, int kz, bool async = false) {
+  std::size_t b = static_cast<std::size_t>(bx_hy<R>) * bx_hx * sizeof(T) * (async ? 2 : 1);
   b += static_cast<std::size_t>(bx_ty) * (bx_hx + 2 * R) * sizeof(T);
   if (ring) b += static_cast<std::size_t>(kz) * bx_ty * bx_hx * sizeof(T);
   return (b + 15) / 16 * 16;
@@ -156,21 +157,26 @@ std::size_t box_shared_bytes(bool ring, int kz) {
 /// in T (the host checks). OP 1, 2 (min, max): y, then x, then in 3D z over a ring of the last
 /// 2 rz + 1 xy results (the order does not matter for them). Per slice:
 ///  A. the slice's haloed tile into shared memory, the next slice's loads issued into
-///     registers;
+///     registers; with AS (4- and 8-byte voxels) the next slice's asynchronous copies (cp.async)
+///     issued into the other of two tile buffers instead, so that no registers hold loads in
+///     flight: up to bucket 4 the kernel then fits 80 registers without spilling (ptxas, sm_90),
+///     three blocks per SM where it had two;
 ///  B. y: each thread a column and a segment of bx_seg output rows, its 2 R + bx_seg inputs
 ///     read once into registers, taps unrolled (those beyond ry skipped by a uniform test);
 ///  C. x: each thread its output voxels, taps unrolled, from shared memory;
 ///  D. min/max in 3D: z over the ring.
-template <class T, class S, int OP, int R, bool D3>
-__global__ void __launch_bounds__(bx_threads, 2)
+template <class T, class S, int OP, int R, bool D3, bool AS = false>
+__global__ void __launch_bounds__(bx_threads, AS && R <= 4 ? 3 : 2)
     box_kernel(const T* __restrict__ in, T* __restrict__ out, box_geom b, border mode, T cval,
                box_div<S> dy, box_div<S> dx) {
   constexpr int HY = bx_hy<R>, NP = bx_pos<R>, PX = bx_hx + 2 * R;
   constexpr bool MEAN = OP == 0;
+  constexpr int VB = static_cast<int>(sizeof(T));
+  static_assert(!AS || VB == 4 || VB == 8, "cp.async copies 4- and 8-byte voxels");
   extern __shared__ __align__(16) unsigned char bx_dyn[];
   static_assert(!(MEAN && D3), "the 3D mean's z pass is box_z_walk_kernel");
-  T* a_s = reinterpret_cast<T*>(bx_dyn);  // [HY][bx_hx]
-  T* b_s = a_s + HY * bx_hx;              // [bx_ty][PX]
+  T* a_base = reinterpret_cast<T*>(bx_dyn);      // [AS ? 2 : 1][HY][bx_hx]
+  T* b_s = a_base + (AS ? 2 : 1) * HY * bx_hx;  // [bx_ty][PX]
   T* ring = b_s + bx_ty * PX;  // [kz][bx_ty][bx_hx]
   const march_geom& g = b.g;
   const idx_t slice = g.nx * g.ny;
@@ -207,22 +213,60 @@ __global__ void __launch_bounds__(bx_threads, 2)
       return (mz < 0 || !((inside >> q) & 1u)) ? cval : in[mz * slice + off[q]];
     };
 
-    T pv[NP];  // the next slice
     const idx_t first = D3 ? zs - b.rz : zs;  // the first slice read
-#pragma unroll
-    for (int q = 0; q < NP; ++q)
-      if ((active >> q) & 1u) pv[q] = ld(first, q);
-    int slot = 0;
     const idx_t last = D3 ? ze + b.rz : ze;
-    for (idx_t zi = first; zi < last; ++zi) {
-      // A.
+    [[maybe_unused]] T pv[AS ? 1 : NP];  // the next slice (register staging)
+    // Asynchronous staging: slice zi's haloed tile into buffer buf (cval stored directly where
+    // the position lies outside the volume), one commit group per slice.
+    [[maybe_unused]] auto stage = [&](idx_t zi, int buf) {
+      if constexpr (AS) {
+        const idx_t mz = map_fast(zi, g.nz, mode);
+        T* dst = a_base + buf * HY * bx_hx;
+        const auto sbase = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+#pragma unroll
+        for (int q = 0; q < NP; ++q) {
+          if ((active >> q) & 1u) {
+            const int i = t + bx_threads * q;
+            if (mz < 0 || !((inside >> q) & 1u)) {
+              dst[i] = cval;
+            } else {
+              ss_copy<VB>(sbase + static_cast<unsigned>(i * VB), in + mz * slice + off[q]);
+            }
+          }
+        }
+        ss_commit();
+      }
+    };
+    if constexpr (AS) {
+      if (first < last) stage(first, 0);
+    } else {
 #pragma unroll
       for (int q = 0; q < NP; ++q)
-        if ((active >> q) & 1u) a_s[t + bx_threads * q] = pv[q];
-      if (zi + 1 < last) {
+        if ((active >> q) & 1u) pv[q] = ld(first, q);
+    }
+    int slot = 0;
+    for (idx_t zi = first; zi < last; ++zi) {
+      // A.
+      const int buf = AS ? static_cast<int>((zi - first) & 1) : 0;
+      const T* a_s = a_base + buf * HY * bx_hx;
+      if constexpr (AS) {
+        // The other buffer was last read by the previous slice's y pass, before its second
+        // barrier.
+        if (zi + 1 < last) {
+          stage(zi + 1, buf ^ 1);
+          ss_wait<1>();
+        } else {
+          ss_wait<0>();
+        }
+      } else {
 #pragma unroll
         for (int q = 0; q < NP; ++q)
-          if ((active >> q) & 1u) pv[q] = ld(zi + 1, q);
+          if ((active >> q) & 1u) a_base[t + bx_threads * q] = pv[q];
+        if (zi + 1 < last) {
+#pragma unroll
+          for (int q = 0; q < NP; ++q)
+            if ((active >> q) & 1u) pv[q] = ld(zi + 1, q);
+        }
       }
       __syncthreads();
       // B: y over rows br0 .. br0 + bx_seg of column bc.
@@ -298,8 +342,9 @@ __global__ void __launch_bounds__(bx_threads, 2)
           }
         }
       }
-      // No barrier here: the next A writes a_s (B is done with it), the next B writes b_s only
-      // after the next first barrier, the next C another ring slot.
+      // No barrier here: the next A writes a_s (B is done with it; with AS it writes the other
+      // buffer), the next B writes b_s only after the next first barrier, the next C another
+      // ring slot.
     }
     __syncthreads();
   });
@@ -647,22 +692,36 @@ bool box_sums_fit(const radii& r, double cval) {
   }
 }
 
+/// Whether the tile kernel stages 4- and 8-byte voxels by asynchronous copies (box_async).
+template <class T>
+bool box_stages_async() {
+  return (sizeof(T) == 4 || sizeof(T) == 8) && box_async.load(std::memory_order_relaxed);
+}
+
 template <class T, pass_op P, int R, bool D3>
 void launch_box(const box_geom& bg, const dim3& grid, stream_view s, int dev, const char* op,
                 const T* src, T* dst, border mode, T cval, const box_div<box_s_acc_t<T>>& dy,
-                const box_div<box_s_acc_t<T>>& dx, std::size_t bytes) {
+                const box_div<box_s_acc_t<T>>& dx, std::size_t bytes, bool async) {
   using S = std::conditional_t<P == pass_op::mean, box_s_acc_t<T>, T>;
   constexpr int OP = P == pass_op::mean ? 0 : P == pass_op::min ? 1 : 2;
   static_assert(!(OP == 0 && D3), "the 3D mean runs its z pass in box_z_walk_kernel");
-  auto* k = box_kernel<T, S, OP, R, D3>;
-  opt_in_shared(reinterpret_cast<const void*>(k), bytes, dev, op);
   box_div<S> sy{}, sx{};
   if constexpr (OP == 0) {
     sy = dy;
     sx = dx;
   }
-  count_launch();
-  k<<<grid, bx_threads, bytes, s.value()>>>(src, dst, bg, mode, cval, sy, sx);
+  auto go = [&](auto* k) {
+    opt_in_shared(reinterpret_cast<const void*>(k), bytes, dev, op);
+    count_launch();
+    k<<<grid, bx_threads, bytes, s.value()>>>(src, dst, bg, mode, cval, sy, sx);
+  };
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    if (async) {
+      go(box_kernel<T, S, OP, R, D3, true>);
+      return;
+    }
+  }
+  go(box_kernel<T, S, OP, R, D3, false>);
 }
 
 /// Enqueues the box mean (P == mean), min or max, or returns false where the fused kernels do
@@ -703,12 +762,15 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   const int kz = static_cast<int>(2 * r.z + 1);
   using Z = box_z_acc_t<T>;
   using S = box_s_acc_t<T>;
+  // Asynchronous staging where it serves and its second tile buffer fits (else the registers').
+  bool async = box_stages_async<T>();
   auto shared_bytes = [&](bool ring) {
-    return bucket == 2   ? box_shared_bytes<T, 2>(ring, kz)
-           : bucket == 4 ? box_shared_bytes<T, 4>(ring, kz)
-           : bucket == 8 ? box_shared_bytes<T, 8>(ring, kz)
-                         : box_shared_bytes<T, 16>(ring, kz);
+    return bucket == 2   ? box_shared_bytes<T, 2>(ring, kz, async)
+           : bucket == 4 ? box_shared_bytes<T, 4>(ring, kz, async)
+           : bucket == 8 ? box_shared_bytes<T, 8>(ring, kz, async)
+                         : box_shared_bytes<T, 16>(ring, kz, async);
   };
+  if (async && tile && shared_bytes(d3 && !zwalk) > bx_max_shared) async = false;
   if (tile && shared_bytes(d3 && !zwalk) > bx_max_shared) return false;
   const double big =
       std::max({std::abs(static_cast<double>(std::numeric_limits<T>::lowest())),
@@ -734,7 +796,9 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
         own.emplace(streams, e);
       }
     } catch (const out_of_memory&) {
-      if (mean || shared_bytes(true) > bx_max_shared) throw;
+      if (mean) throw;
+      if (async && shared_bytes(true) > bx_max_shared) async = false;
+      if (shared_bytes(true) > bx_max_shared) throw;
       zwalk = false;
     }
   }
@@ -767,7 +831,8 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
     T* dst = out.data();
     auto go = [&](auto rt, auto dt) {
       launch_box<T, P, decltype(rt)::value, decltype(dt)::value>(bg, grid, s, dev, op, src, dst,
-                                                                 o.mode, cval, dy, dx, bytes);
+                                                                 o.mode, cval, dy, dx, bytes,
+                                                                 async);
     };
     auto by_depth = [&](auto rt) {
       if constexpr (mean) {

@@ -49,6 +49,12 @@ inline std::atomic<bool> gauss_wide{false};
 /// pass).
 inline std::atomic<bool> gauss_lines{false};
 
+/// The fused box tile kernel (box, min and max of x and y radius up to 16; the y and x passes
+/// after a z walk) on 4- and 8-byte voxels: the next slice's haloed tile staged by asynchronous
+/// copies into a second shared buffer (true), or by loads into registers (false, the default
+/// until the first is measured on a GPU). Both give the same voxels.
+inline std::atomic<bool> box_async{false};
+
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
 class scoped_path {
