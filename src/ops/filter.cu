@@ -64,6 +64,19 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
                            (o.cval == std::trunc(o.cval) && std::fabs(o.cval) < 1e9);
         if (whole && uniform3_int_sums.load(std::memory_order_relaxed)) {
           const int ci = o.mode == border::constant ? static_cast<int>(o.cval) : 0;
+          if constexpr (std::is_unsigned_v<T>) {
+            // Unsigned voxels and a cval in the voxel range: every pass's quotient lies in the
+            // range, so it is an unsigned multiply-high and a shift, with no requantisation.
+            const bool in_range =
+                o.mode != border::constant ||
+                (ci >= 0 && static_cast<double>(ci) <= double(std::numeric_limits<T>::max()));
+            if (in_range && uniform3_uint_sums.load(std::memory_order_relaxed)) {
+              const auto cu = static_cast<unsigned>(ci);
+              run_stencil3<T, T, unsigned, stencil_kind::mean>(streams, op, in, out, o.dims,
+                                                               o.mode, cu, cu);
+              return;
+            }
+          }
           run_stencil3<T, T, int, stencil_kind::mean>(streams, op, in, out, o.dims, o.mode, ci,
                                                       ci);
           return;

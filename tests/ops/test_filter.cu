@@ -523,6 +523,27 @@ TYPED_TEST(FilterTyped, BoxMeanOf3ThroughFloatSums) {
         check_box<T>(box_op::uniform, e, 3, opts(m, dims, 5.0), three, ++seed);
 }
 
+// The CUDA backend's unsigned int sums for the 3x3(x3) mean of uint8 and uint16 voxels (switch
+// uniform3_uint_sums; a cval outside the voxel range keeps signed sums): against the reference in
+// every mode, 2D and 3D, with a cval of 0, inside the voxel range, its largest value, above it,
+// and a negative one.
+TYPED_TEST(FilterTyped, BoxMeanOf3ThroughUnsignedSums) {
+  using T = TypeParam;
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the fused stencil is the cuda backend's";
+  if (!std::is_unsigned_v<T> || sizeof(T) > 2) GTEST_SKIP() << "uint8 and uint16 voxels only";
+  const vox::detail::filt::scoped_path uint_sums(vox::detail::filt::uniform3_uint_sums, true);
+  std::uint32_t seed = 470;
+  for (const extent3& e : {extent3{75, 41, 30}, extent3{160, 37, 23}, extent3{31, 1, 1}}) {
+    for (border m : all_modes) {
+      for (int dims : {2, 3}) {
+        for (const double cval :
+             {0.0, 7.0, double(std::numeric_limits<T>::max()), 70000.0, -4.0})
+          check_box<T>(box_op::uniform, e, 3, opts(m, dims, cval), three, ++seed);
+      }
+    }
+  }
+}
+
 TYPED_TEST(FilterTyped, GaussianMatchesReference) {
   using T = TypeParam;
   for (border m : all_modes) {

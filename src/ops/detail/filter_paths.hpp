@@ -16,6 +16,13 @@ inline std::atomic<bool> minmax_z_walk{true};
 /// (true, the default), or float sums with a correctly rounded division per pass (false).
 inline std::atomic<bool> uniform3_int_sums{true};
 
+/// Under uniform3_int_sums, for uint8 and uint16 voxels with a cval in the voxel range (or a
+/// mode other than constant): unsigned int arithmetic (true), whose quotients by 3 are a
+/// multiply-high and a shift and need no requantisation (a mean of in-range values stays in
+/// range), or signed int with a clamp per pass (false, the default until the first is measured on
+/// a GPU). Both give the same voxels.
+inline std::atomic<bool> uniform3_uint_sums{false};
+
 /// The 3D Gaussian of radius at most 8 along every axis: one kernel per slab that filters each
 /// slice in x and y into a shared-memory ring and sums z from the ring (true), or the xy kernel
 /// into an intermediate volume and then the z kernel (false, the default until the fused kernel

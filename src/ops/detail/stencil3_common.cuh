@@ -53,6 +53,18 @@ __device__ __forceinline__ A mean3(A a, A b, A c) {
   }
 }
 
+/// One pass of the 3-tap mean as the voxel type stores it: the quotient requantised to T, except
+/// for unsigned A, where the caller guarantees that every value and cval lie in T's range
+/// (unsigned voxels; cval in [0, max T] in constant mode), so that the quotient needs no clamp.
+template <class T, class A>
+__device__ __forceinline__ A mean3_pass(A a, A b, A c) {
+  if constexpr (std::is_unsigned_v<A>) {
+    return mean3<T>(a, b, c);
+  } else {
+    return requant<T>(mean3<T>(a, b, c));
+  }
+}
+
 /// The end of a Sobel or gradient magnitude at voxel (x, y, z), shared by both stencil kernels:
 /// the constant mode's border correction when `corr`, then the magnitude of (d0, d1, d2), or,
 /// for Sobel along one axis, the one derivative d0.

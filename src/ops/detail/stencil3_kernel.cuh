@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(sk_threads, sk_min_blocks<A>())
               if constexpr (RZ == 1) {
                 [[maybe_unused]] const A u0 = ring[j % W][k], u1 = ring[(j + 1) % W][k], u2 = ring[(j + 2) % W][k];
                 if constexpr (K == stencil_kind::mean) {
-                  zr[0][k] = requant<T>(mean3<T>(u0, u1, u2));
+                  zr[0][k] = mean3_pass<T>(u0, u1, u2);
                 } else if constexpr (K == stencil_kind::min) {
                   zr[0][k] = vmin(vmin(u0, u1), u2);
                 } else if constexpr (K == stencil_kind::max) {
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(sk_threads, sk_min_blocks<A>())
               A yc0;
               [[maybe_unused]] A yc1 = A(0), yc2 = A(0);
               if constexpr (K == stencil_kind::mean) {
-                yc0 = requant<T>(mean3<T>(s0, s1, s2));
+                yc0 = mean3_pass<T>(s0, s1, s2);
                 if constexpr (!fast) yc0 = col_out ? a.cval : yc0;
               } else if constexpr (K == stencil_kind::min) {
                 yc0 = vmin(vmin(s0, s1), s2);
@@ -218,7 +218,9 @@ __global__ void __launch_bounds__(sk_threads, sk_min_blocks<A>())
                   res = sobel_finish<K, RZ>(d, A(0), A(0), corr, a.cval, cx, gy, z, g);
                 }
               }
-              const O v = to_voxel<O>(res);
+              // Unsigned means stay in O's range (mean3_pass): no clamp.
+              const O v = K == stencil_kind::mean && std::is_unsigned_v<A> ? static_cast<O>(res)
+                                                                           : to_voxel<O>(res);
               if (fast ? store_x : r < rows_out) drow[static_cast<unsigned>(r) * nxu] = v;
             }
 
