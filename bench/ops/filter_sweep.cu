@@ -8,7 +8,7 @@
 //   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
 //          case=<case>/<dtype>/<shape>
 //   RESULT sweep_harness empty ms=<the fork and join alone> streams=<n>   (first)
-//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|async_tile|float_sums|uint_sums|fused|xy_tables|xy_prefetch> ms=<median>
+//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|async_tile|float_sums|uint_sums|int_values|fused|xy_tables|xy_prefetch> ms=<median>
 //          xcopy=<ms / copy ms> vs_default=<ms / the default path's ms>   (the path a case took
 //          before: 3D min/max of size >= 5 through the tile kernel's z ring; the 3x3(x3) mean of
 //          8- and 16-bit voxels with float sums; the 3D Gaussian of radius <= 8 in one fused
@@ -286,6 +286,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    by asynchronous copies (default: by loads into registers);
     //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (default: int sums),
     //    and for unsigned voxels unsigned int sums (default: signed);
+    //  - the 3x3x3 median of 8- and 16-bit voxels: the network on int values (default: on the
+    //    voxel type);
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (default: the xy
     //    kernel, then the z kernel);
     //  - the Gaussian's xy pass of 8- and 16-bit voxels at radius <= 8: the table-addressed
@@ -312,6 +314,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::box_async, true, "async_tile"});
     if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>)
       alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
+    if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2)
+      alts.push_back({&filt::median3_int_values, true, "int_values"});
     if (c.op == op_kind::uniform && c.size == 3 && std::is_unsigned_v<T>)
       alts.push_back({&filt::uniform3_uint_sums, true, "uint_sums"});
     if (gauss && c.dims == 3 && rxy <= 8 && radius(c.sigma.z) <= 8)

@@ -11,6 +11,7 @@
 #include "detail/filter_arith.cuh"
 #include "detail/filter_checks.hpp"
 #include "detail/filter_pass.cuh"
+#include "detail/filter_paths.hpp"
 #include "detail/filter_rank.cuh"
 #include "detail/march.cuh"
 #include "detail/median_network.cuh"
@@ -187,12 +188,15 @@ struct alignas(2 * sizeof(T)) md_pair {
   T a, b;
 };
 
-template <class T>
+// V: the type of the values in registers and of the sorted y-triples in shared memory: T, or for
+// 8- and 16-bit voxels int (median3_int_values), whose min and max need no byte packing and
+// unpacking (PRMT) around every pair of the network's values.
+template <class T, class V = T>
 __global__ void __launch_bounds__(mw_threads, 2)
     median3w_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
                     T cval) {
   __shared__ alignas(16) T sp[2][mw_hy][mw_hx];     // two raw planes with their xy halo
-  __shared__ alignas(16) T sc[2][3][mw_ty][mw_hx];  // their sorted y-triples
+  __shared__ alignas(16) V sc[2][3][mw_ty][mw_hx];  // their sorted y-triples
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int t = ty * mw_tx + tx;
   const idx_t slice = g.nx * g.ny;
@@ -244,16 +248,16 @@ __global__ void __launch_bounds__(mw_threads, 2)
         md_pair<T> r[3];
 #pragma unroll
         for (int k = 0; k < 3; ++k) r[k] = *reinterpret_cast<const md_pair<T>*>(&sp[p][ty + k][2 * tx]);
-        T sa[3], sb[3];
-        sort3(r[0].a, r[1].a, r[2].a, sa);
-        sort3(r[0].b, r[1].b, r[2].b, sb);
+        V sa[3], sb[3];
+        sort3(V(r[0].a), V(r[1].a), V(r[2].a), sa);
+        sort3(V(r[0].b), V(r[1].b), V(r[2].b), sb);
 #pragma unroll
         for (int k = 0; k < 3; ++k)
-          *reinterpret_cast<md_pair<T>*>(&sc[p][k][ty][2 * tx]) = md_pair<T>{sa[k], sb[k]};
+          *reinterpret_cast<md_pair<V>*>(&sc[p][k][ty][2 * tx]) = md_pair<V>{sa[k], sb[k]};
       }
       if (t < 2 * 2 * mw_ty) {
-        T s3[3];
-        sort3(sp[lp][lr][lc], sp[lp][lr + 1][lc], sp[lp][lr + 2][lc], s3);
+        V s3[3];
+        sort3(V(sp[lp][lr][lc]), V(sp[lp][lr + 1][lc]), V(sp[lp][lr + 2][lc]), s3);
 #pragma unroll
         for (int k = 0; k < 3; ++k) sc[lp][k][lr][lc] = s3[k];
       }
@@ -261,18 +265,18 @@ __global__ void __launch_bounds__(mw_threads, 2)
     };
     // The sorted 3x3 windows of plane p (0, 1) at this thread's two output columns. sc stays
     // valid until the next `sort` passes its first barrier.
-    auto windows = [&](int p, T(&w0)[9], T(&w1)[9]) {
-      T c0[3], c1[3], c2[3], c3[3];
+    auto windows = [&](int p, V(&w0)[9], V(&w1)[9]) {
+      V c0[3], c1[3], c2[3], c3[3];
 #pragma unroll
       for (int k = 0; k < 3; ++k) {
-        const md_pair<T> lo = *reinterpret_cast<const md_pair<T>*>(&sc[p][k][ty][2 * tx]);
-        const md_pair<T> hi = *reinterpret_cast<const md_pair<T>*>(&sc[p][k][ty][2 * tx + 2]);
+        const md_pair<V> lo = *reinterpret_cast<const md_pair<V>*>(&sc[p][k][ty][2 * tx]);
+        const md_pair<V> hi = *reinterpret_cast<const md_pair<V>*>(&sc[p][k][ty][2 * tx + 2]);
         c0[k] = lo.a;
         c1[k] = lo.b;
         c2[k] = hi.a;
         c3[k] = hi.b;
       }
-      T s6[6];
+      V s6[6];
       merge_3_3(c1, c2, s6);
       merge_6_3(s6, c0, w0);
       merge_6_3(s6, c3, w1);
@@ -282,7 +286,8 @@ __global__ void __launch_bounds__(mw_threads, 2)
     const bool st0 = gy < g.ny && gx < g.nx, st1 = gy < g.ny && gx + 1 < g.nx;
     const idx_t col = gy * g.nx + gx;
     // Per column: sorted planes below (z - 1), mid (z) and the newest, and the merged ranks.
-    T b0[9], b1[9], m0[9], m1[9], n0[9], n1[9], r0[10], r1[10], pf[mw_slots];
+    V b0[9], b1[9], m0[9], m1[9], n0[9], n1[9], r0[10], r1[10];
+    T pf[mw_slots];
     fetch(zs - 1, pf);
     sort(pf);
     windows(0, b0, b1);
@@ -295,8 +300,8 @@ __global__ void __launch_bounds__(mw_threads, 2)
       merge_9x9_mid(m0, n0, r0);          // planes z, z + 1: shared by outputs z, z + 1
       merge_9x9_mid(m1, n1, r1);
       T* o = out + z * slice + col;
-      if (st0) o[0] = kth14(r0, b0);
-      if (st1) o[1] = kth14(r1, b1);
+      if (st0) o[0] = static_cast<T>(kth14(r0, b0));
+      if (st1) o[1] = static_cast<T>(kth14(r1, b1));
 #pragma unroll
       for (int k = 0; k < 9; ++k) {
         b0[k] = n0[k];
@@ -305,8 +310,8 @@ __global__ void __launch_bounds__(mw_threads, 2)
       windows(1, n0, n1);  // plane z + 2
       if (z + 1 < ze) {
         o += slice;
-        if (st0) o[0] = kth14(r0, n0);
-        if (st1) o[1] = kth14(r1, n1);
+        if (st0) o[0] = static_cast<T>(kth14(r0, n0));
+        if (st1) o[1] = static_cast<T>(kth14(r1, n1));
       }
 #pragma unroll
       for (int k = 0; k < 9; ++k) {
@@ -343,8 +348,16 @@ void run_median3(stream_set& streams, const char* op, const volume<T>& in, volum
                  if constexpr (sizeof(T) <= 4) {
                    const march_geom g = make_march(e, w, mw_ox, mw_ty, deep);
                    const dim3u gr = march_grid(g);
-                   median3w_kernel<T><<<dim3(gr.x, gr.y, gr.z), dim3(mw_tx, mw_ty, 1), 0,
-                                        s.value()>>>(src, dst, g, mode, cval);
+                   const dim3 grid(gr.x, gr.y, gr.z), block(mw_tx, mw_ty, 1);
+                   if constexpr (sizeof(T) <= 2) {
+                     if (median3_int_values.load(std::memory_order_relaxed)) {
+                       median3w_kernel<T, int>
+                           <<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
+                       detail::check_launch(op);
+                       return;
+                     }
+                   }
+                   median3w_kernel<T><<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
                  } else {
                    const march_geom g = make_march(e, w, st_tx, st_ty, deep);
                    const dim3u gr = march_grid(g);

@@ -733,6 +733,22 @@ TYPED_TEST(FilterTyped, MedianMatchesReference) {
   check_median<T>(odd_ext, 5, opts(border::nearest, 3), three, 54);
 }
 
+// The 3x3x3 median's network on int values for 8- and 16-bit voxels (CUDA switch
+// median3_int_values; other types keep one path): every border mode, odd extents, a single
+// slice, chunks that end inside the volume.
+TYPED_TEST(FilterTyped, Median3OnIntValuesMatchesReference) {
+  using T = TypeParam;
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the median network kernel is the cuda backend's";
+  if (sizeof(T) > 2) GTEST_SKIP() << "8- and 16-bit voxels only";
+  const vox::detail::filt::scoped_path on(vox::detail::filt::median3_int_values, true);
+  for (border m : all_modes) {
+    check_median<T>(small_ext, 3, opts(m, 3, 4.0), three, 55);
+    check_median<T>(extent3{131, 19, 1}, 3, opts(m, 3, -3.0), three, 56);
+    check_median<T>(extent3{67, 70, 75}, 3, opts(m, 3, 200.0), three, 57);
+  }
+  check_median<T>(odd_ext, 3, opts(border::reflect, 3), three, 58);
+}
+
 // Ranks of every kind over windows of several shapes: the CUDA rank machinery (tiles of 16
 // columns, z chunks of 32 slices, 8- and 16-bit counters) and the host's per-voxel selection.
 TYPED_TEST(FilterTyped, RankAndPercentileMatchReference) {

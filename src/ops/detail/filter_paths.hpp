@@ -62,6 +62,12 @@ inline std::atomic<bool> gauss_lines{false};
 /// until the first is measured on a GPU). Both give the same voxels.
 inline std::atomic<bool> box_async{false};
 
+/// The 3x3x3 median of 8- and 16-bit voxels: its selection network on 32-bit int values in
+/// registers and in the shared sorted triples (true), or on the voxel type itself (false, the
+/// default until the first is measured on a GPU), whose pairs of 1- or 2-byte values are packed
+/// and unpacked around every min and max. Both give the same voxels.
+inline std::atomic<bool> median3_int_values{false};
+
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
 class scoped_path {
