@@ -23,6 +23,7 @@
 #include "detail/filter_paths.hpp"
 #include "detail/march.cuh"
 #include "detail/stencil3.cuh"
+#include "../detail/scratch_volume.hpp"
 #include "../detail/shared_opt_in.hpp"
 #include "../memory/detail/counters.hpp"
 #include "../detail/voxel_types.hpp"
@@ -117,7 +118,9 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
     return;
   }
   std::optional<volume<T>> own;
-  volume<T>& tmp = scratch != nullptr ? *scratch : own.emplace(streams, in.extent());
+  volume<T>& tmp = scratch != nullptr
+                       ? *scratch
+                       : own.emplace(detail::scratch_volume<T>(streams, in.extent(), op));
   if (n == 2) {
     pass(in, tmp, axes[0]);
     pass(tmp, out, axes[1]);
@@ -677,7 +680,8 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
   const F cval = static_cast<F>(o.cval);
   std::optional<volume<F>> own;
   auto tmp = [&]() -> volume<F>& {
-    return scratch != nullptr ? *scratch : own.emplace(streams, in.extent());
+    return scratch != nullptr ? *scratch
+                              : own.emplace(detail::scratch_volume<F>(streams, in.extent(), op));
   };
 
   // The generic 1D pass's weights (radii beyond the tiled pass, and the host backend), computed

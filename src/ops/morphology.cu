@@ -22,6 +22,7 @@
 #include <voxstream/volume/access.hpp>
 
 #include "detail/common.cuh"
+#include "../detail/scratch_volume.hpp"
 #include "../detail/voxel_types.hpp"
 
 namespace vox {
@@ -351,7 +352,7 @@ void box_steps(stream_set& streams, const char* op, const volume<T>& in, volume<
   o.cval = border_value ? 1.0 : 0.0;
   o.dims = se.dims;
   const std::size_t k = steps.size();
-  volume<T> a(streams, in.extent());
+  volume<T> a = detail::scratch_volume<T>(streams, in.extent(), op);  // written before read
   // Buffer i (0: the normalised input, k: the result) is out when k - i is even, else a.
   auto buf = [&](std::size_t i) -> volume<T>& { return (k - i) % 2 == 0 ? out : a; };
   normalise(streams, op, in, buf(0));

@@ -40,6 +40,7 @@
 
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
 #include "../../detail/cuda_check.hpp"
+#include "../../detail/scratch_volume.hpp"
 #include "../../detail/shared_opt_in.hpp"
 #include "../../memory/detail/counters.hpp"
 
@@ -793,7 +794,7 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
       if (plan.size() == 1) {
         buf.emplace(e.voxels(), streams.stream(plan.front().stream));
       } else {
-        own.emplace(streams, e);
+        own.emplace(scratch_volume<T>(streams, e, op));
       }
     } catch (const out_of_memory&) {
       if (mean) throw;
