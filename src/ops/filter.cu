@@ -23,7 +23,7 @@
 #include "detail/filter_paths.hpp"
 #include "detail/march.cuh"
 #include "detail/stencil3.cuh"
-#include "../detail/scratch_volume.hpp"
+#include "detail/scratch_volume.hpp"
 #include "../detail/shared_opt_in.hpp"
 #include "../memory/detail/counters.hpp"
 #include "../detail/voxel_types.hpp"

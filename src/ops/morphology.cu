@@ -22,7 +22,7 @@
 #include <voxstream/volume/access.hpp>
 
 #include "detail/common.cuh"
-#include "../detail/scratch_volume.hpp"
+#include "detail/scratch_volume.hpp"
 #include "../detail/voxel_types.hpp"
 
 namespace vox {

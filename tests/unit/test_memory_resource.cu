@@ -17,7 +17,7 @@
 
 #include <voxstream/voxstream.hpp>
 
-#include "../../src/detail/scratch_volume.hpp"
+#include "../../src/ops/detail/scratch_volume.hpp"
 #include "../../src/exec/stream_cache.hpp"
 #include "../../src/memory/detail/counters.hpp"
 #include "../common/volumes.hpp"

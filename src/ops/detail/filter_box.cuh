@@ -36,11 +36,11 @@
 #include "filter_pass.cuh"
 #include "filter_paths.hpp"
 #include "march.cuh"
+#include "scratch_volume.hpp"
 #include "van_herk.hpp"
 
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
 #include "../../detail/cuda_check.hpp"
-#include "../../detail/scratch_volume.hpp"
 #include "../../detail/shared_opt_in.hpp"
 #include "../../memory/detail/counters.hpp"
 
