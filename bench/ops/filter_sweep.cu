@@ -8,11 +8,9 @@
 //   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
 //          case=<case>/<dtype>/<shape>
 //   RESULT sweep_harness empty ms=<the fork and join alone> streams=<n>   (first)
-//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<zring|async_tile|float_sums|uint_sums|int_values|fused|xy_tables|xy_prefetch> ms=<median>
-//          xcopy=<ms / copy ms> vs_default=<ms / the default path's ms>   (the path a case took
-//          before: 3D min/max of size >= 5 through the tile kernel's z ring; the 3x3(x3) mean of
-//          8- and 16-bit voxels with float sums; the 3D Gaussian of radius <= 8 in one fused
-//          kernel, not yet the default; timed in the same run)
+//   RESULT sweep_alt <case> <dtype> shape=XxYxZ path=<name> ms=<median>
+//          xcopy=<ms / copy ms> vs_default=<ms / the default path's ms>   (another path of the
+//          case, timed in the same run: the list below, where the names are given)
 // `bytes` is the input read once plus the output written once (gaussian writes float).
 // Shapes are x by y by z (z: the slices); scipy's array of the same volume is (z, y, x).
 #include "bench_ops.hpp"
@@ -282,18 +280,20 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     // session's change, or the candidate for it), timed in the same run so that the choice
     // stays measured:
     //  - 3D min/max of size 5 and more: z over a ring in the tile kernel (default: the z walk);
+    //    (path zring);
     //  - box, min and max of size 5 and more, 4-byte voxels: the tile kernel's next slice staged
-    //    by asynchronous copies (default: by loads into registers);
-    //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (default: int sums),
-    //    and for unsigned voxels unsigned int sums (default: signed);
-    //  - the 3x3x3 median of 8- and 16-bit voxels: the network on int values (default: on the
-    //    voxel type);
-    //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (default: the xy
+    //    by loads into registers (register_tile; default: by asynchronous copies);
+    //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (float_sums;
+    //    default: int sums), and for unsigned voxels signed int sums with a clamp per pass
+    //    (int_clamp; default: unsigned);
+    //  - the 3x3x3 median of 8- and 16-bit voxels: the network on the voxel type
+    //    (voxel_values; default: on int values);
+    //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (fused; default: the xy
     //    kernel, then the z kernel);
-    //  - the Gaussian's xy pass of 8- and 16-bit voxels at radius <= 8: the table-addressed
-    //    kernel (default: the register-prefetch kernel);
-    //  - the Gaussian's xy pass of radius over 8 on voxels other than float: the
-    //    register-prefetch kernel (default: the table-addressed kernel).
+    //  - the Gaussian's xy pass of 8- and 16-bit voxels at any radius up to 16: the
+    //    register-prefetch kernel (xy_prefetch; default: the table-addressed kernel);
+    //  - the Gaussian of an x or y radius of 17 to 32 or a z radius over 16: the fused xy kernel
+    //    then the z kernel or the 1D pass along z (wide; default: three 1D passes).
     struct alt_path {
       std::atomic<bool>* sw;
       bool value;  // the switch's value for this path
@@ -311,19 +311,22 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::minmax_z_walk, false, "zring"});
     if ((c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation) &&
         c.size >= 5 && sizeof(T) >= 4)
-      alts.push_back({&filt::box_async, true, "async_tile"});
+      alts.push_back({&filt::box_async, false, "register_tile"});
     if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>)
       alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2)
-      alts.push_back({&filt::median3_int_values, true, "int_values"});
+      alts.push_back({&filt::median3_int_values, false, "voxel_values"});
     if (c.op == op_kind::uniform && c.size == 3 && std::is_unsigned_v<T>)
-      alts.push_back({&filt::uniform3_uint_sums, true, "uint_sums"});
+      alts.push_back({&filt::uniform3_uint_sums, false, "int_clamp"});
     if (gauss && c.dims == 3 && rxy <= 8 && radius(c.sigma.z) <= 8)
       alts.push_back({&filt::gauss_fused, true, "fused"});
     if (gauss && sizeof(T) <= 2 && rxy <= 8)
-      alts.push_back({&filt::gauss_xy_tables_small, true, "xy_tables"});
-    if (gauss && !std::is_same_v<T, float> && rxy > 8)
+      alts.push_back({&filt::gauss_xy_tables_small, false, "xy_prefetch"});
+    if (gauss && !std::is_same_v<T, float> && rxy > 8 && rxy <= 16)
       alts.push_back({&filt::gauss_xy_tables, false, "xy_prefetch"});
+    const long rz = gauss && c.dims == 3 ? static_cast<long>(radius(c.sigma.z)) : 0;
+    if (gauss && rxy <= 32 && (rxy > 16 || rz > 16))
+      alts.push_back({&filt::gauss_wide, true, "wide"});
     for (const alt_path& alt : alts) {
       const measured a = [&] {
         const filt::scoped_path other(*alt.sw, alt.value);

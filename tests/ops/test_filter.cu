@@ -478,34 +478,38 @@ TYPED_TEST(FilterTyped, BoxMinMaxAcrossTileBucketsAndRowWidths) {
 }
 
 // The fused box tile kernel with the next slice staged by asynchronous copies into a second
-// shared buffer (switch box_async; 4- and 8-byte voxels, the others keep the register staging):
-// box mean, min and max against the reference, every x and y radius bucket, 2D and 3D (the y
-// and x passes after the z walk, and min/max with z in the tile kernel's ring), partial tiles,
-// rows of 1 to 517 voxels, every border mode.
+// shared buffer (switch box_async, the default; 4- and 8-byte voxels, the others keep the
+// register staging) and by loads into registers (the switch off): box mean, min and max against
+// the reference, every x and y radius bucket, 2D and 3D (the y and x passes after the z walk,
+// and min/max with z in the tile kernel's ring), partial tiles, rows of 1 to 517 voxels, every
+// border mode.
 TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
   using T = TypeParam;
   if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the fused tile kernel is the cuda backend's";
-  const vox::detail::filt::scoped_path async(vox::detail::filt::box_async, true);
-  const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4}, {3, 40, 1}, {70, 33, 37}};
-  const vox::filter_size sizes[] = {{5, 5, 1}, {9, 1, 1}, {1, 9, 1}, {17, 3, 1},
-                                    {33, 17, 1}, {7, 5, 5}, {5, 9, 3}, {3, 5, 27}};
-  std::uint32_t seed = 520;
-  int turn = 0;
-  for (const extent3& e : shapes) {
-    for (const vox::filter_size& fs : sizes) {
-      const border m = all_modes[turn++ % 4];
-      const int dims = fs.z > 1 ? 3 : 2;
-      check_box<T>(box_op::uniform, e, fs, opts(m, dims, 2.0), three, ++seed);
-      check_box<T>(box_op::erosion, e, fs, opts(m, dims, 3.0), three, ++seed);
-      check_box<T>(box_op::dilation, e, fs, opts(m, dims, 1.0), three, ++seed);
+  for (const bool staged : {true, false}) {
+    SCOPED_TRACE(staged ? "box_async on" : "box_async off");
+    const vox::detail::filt::scoped_path async(vox::detail::filt::box_async, staged);
+    const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4}, {3, 40, 1}, {70, 33, 37}};
+    const vox::filter_size sizes[] = {{5, 5, 1}, {9, 1, 1}, {1, 9, 1}, {17, 3, 1},
+                                      {33, 17, 1}, {7, 5, 5}, {5, 9, 3}, {3, 5, 27}};
+    std::uint32_t seed = staged ? 520 : 620;
+    int turn = 0;
+    for (const extent3& e : shapes) {
+      for (const vox::filter_size& fs : sizes) {
+        const border m = all_modes[turn++ % 4];
+        const int dims = fs.z > 1 ? 3 : 2;
+        check_box<T>(box_op::uniform, e, fs, opts(m, dims, 2.0), three, ++seed);
+        check_box<T>(box_op::erosion, e, fs, opts(m, dims, 3.0), three, ++seed);
+        check_box<T>(box_op::dilation, e, fs, opts(m, dims, 1.0), three, ++seed);
+      }
     }
+    // The 3D min/max ring in the tile kernel (the z walk off).
+    const vox::detail::filt::scoped_path ring(vox::detail::filt::minmax_z_walk, false);
+    check_box<T>(box_op::erosion, extent3{70, 33, 37}, vox::filter_size{5, 5, 5},
+                 opts(border::reflect, 3), three, ++seed);
+    check_box<T>(box_op::dilation, extent3{70, 33, 37}, vox::filter_size{9, 3, 7},
+                 opts(border::constant, 3, 4.0), three, ++seed);
   }
-  // The 3D min/max ring in the tile kernel (the z walk off).
-  const vox::detail::filt::scoped_path ring(vox::detail::filt::minmax_z_walk, false);
-  check_box<T>(box_op::erosion, extent3{70, 33, 37}, vox::filter_size{5, 5, 5},
-               opts(border::reflect, 3), three, ++seed);
-  check_box<T>(box_op::dilation, extent3{70, 33, 37}, vox::filter_size{9, 3, 7},
-               opts(border::constant, 3, 4.0), three, ++seed);
 }
 
 // The CUDA backend's other 3x3(x3) mean of 8- and 16-bit voxels, float sums with a correctly
@@ -524,21 +528,25 @@ TYPED_TEST(FilterTyped, BoxMeanOf3ThroughFloatSums) {
 }
 
 // The CUDA backend's unsigned int sums for the 3x3(x3) mean of uint8 and uint16 voxels (switch
-// uniform3_uint_sums; a cval outside the voxel range keeps signed sums): against the reference in
-// every mode, 2D and 3D, with a cval of 0, inside the voxel range, its largest value, above it,
-// and a negative one.
+// uniform3_uint_sums, the default; a cval outside the voxel range keeps signed sums), and the
+// signed sums with a clamp per pass (the switch off): against the reference in every mode, 2D
+// and 3D, with a cval of 0, inside the voxel range, its largest value, above it, and a negative
+// one.
 TYPED_TEST(FilterTyped, BoxMeanOf3ThroughUnsignedSums) {
   using T = TypeParam;
   if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the fused stencil is the cuda backend's";
   if (!std::is_unsigned_v<T> || sizeof(T) > 2) GTEST_SKIP() << "uint8 and uint16 voxels only";
-  const vox::detail::filt::scoped_path uint_sums(vox::detail::filt::uniform3_uint_sums, true);
-  std::uint32_t seed = 470;
-  for (const extent3& e : {extent3{75, 41, 30}, extent3{160, 37, 23}, extent3{31, 1, 1}}) {
-    for (border m : all_modes) {
-      for (int dims : {2, 3}) {
-        for (const double cval :
-             {0.0, 7.0, double(std::numeric_limits<T>::max()), 70000.0, -4.0})
-          check_box<T>(box_op::uniform, e, 3, opts(m, dims, cval), three, ++seed);
+  for (const bool on : {true, false}) {
+    SCOPED_TRACE(on ? "uniform3_uint_sums on" : "uniform3_uint_sums off");
+    const vox::detail::filt::scoped_path uint_sums(vox::detail::filt::uniform3_uint_sums, on);
+    std::uint32_t seed = on ? 470 : 490;
+    for (const extent3& e : {extent3{75, 41, 30}, extent3{160, 37, 23}, extent3{31, 1, 1}}) {
+      for (border m : all_modes) {
+        for (int dims : {2, 3}) {
+          for (const double cval :
+               {0.0, 7.0, double(std::numeric_limits<T>::max()), 70000.0, -4.0})
+            check_box<T>(box_op::uniform, e, 3, opts(m, dims, cval), three, ++seed);
+        }
       }
     }
   }
@@ -734,19 +742,22 @@ TYPED_TEST(FilterTyped, MedianMatchesReference) {
 }
 
 // The 3x3x3 median's network on int values for 8- and 16-bit voxels (CUDA switch
-// median3_int_values; other types keep one path): every border mode, odd extents, a single
-// slice, chunks that end inside the volume.
+// median3_int_values, the default; other types keep one path) and on the voxel type (the switch
+// off): every border mode, odd extents, a single slice, chunks that end inside the volume.
 TYPED_TEST(FilterTyped, Median3OnIntValuesMatchesReference) {
   using T = TypeParam;
   if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the median network kernel is the cuda backend's";
   if (sizeof(T) > 2) GTEST_SKIP() << "8- and 16-bit voxels only";
-  const vox::detail::filt::scoped_path on(vox::detail::filt::median3_int_values, true);
-  for (border m : all_modes) {
-    check_median<T>(small_ext, 3, opts(m, 3, 4.0), three, 55);
-    check_median<T>(extent3{131, 19, 1}, 3, opts(m, 3, -3.0), three, 56);
-    check_median<T>(extent3{67, 70, 75}, 3, opts(m, 3, 200.0), three, 57);
+  for (const bool ints : {true, false}) {
+    SCOPED_TRACE(ints ? "median3_int_values on" : "median3_int_values off");
+    const vox::detail::filt::scoped_path on(vox::detail::filt::median3_int_values, ints);
+    for (border m : all_modes) {
+      check_median<T>(small_ext, 3, opts(m, 3, 4.0), three, 55);
+      check_median<T>(extent3{131, 19, 1}, 3, opts(m, 3, -3.0), three, 56);
+      check_median<T>(extent3{67, 70, 75}, 3, opts(m, 3, 200.0), three, 57);
+    }
+    check_median<T>(odd_ext, 3, opts(border::reflect, 3), three, 58);
   }
-  check_median<T>(odd_ext, 3, opts(border::reflect, 3), three, 58);
 }
 
 // Ranks of every kind over windows of several shapes: the CUDA rank machinery (tiles of 16
