@@ -5,8 +5,8 @@
 // made once on a loader set and synchronised. Then, for each set size, a stream_set, its own
 // outputs and a context are made and every family is registered on it (the cases capture the
 // context and its set, and allocate their scratch on it). Cases are timed one at a time, on
-// every set in turn, so that a drift of the device over the run touches both figures alike. The
-// user figures (enqueue + synchronize, host wall clock) come from a second set of the same size
+// every set in turn, run by run, so that a drift of the device over the run touches both figures
+// alike. The user figures (enqueue + synchronize, host wall clock) come from a second set of the same size
 // whose raw stream handles nobody takes, as in a program that only calls ops: the event timer
 // forks and joins every stream of its set by handle, which makes synchronize() query them. The
 // ledger orders the reads of the shared inputs after the loader's (complete) writes; every set
@@ -40,28 +40,19 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// As a user times an op: host wall clock of the enqueue and set.synchronize(). 3 warm-ups, then
-// the median of `reps` runs; `enqueue_us` gets the median of the enqueue part.
-double user_ms(vox::stream_set& set, int reps, const std::function<void(int)>& run,
-               double& enqueue_us) {
+// As a user times an op: host wall clock of the enqueue and set.synchronize(), one run (the
+// set synchronised before it). `user` gets ms, `enqueue` the enqueue part in us.
+void user_once(vox::stream_set& set, const std::function<void(int)>& run, int r,
+               std::vector<double>& user, std::vector<double>& enqueue) {
   using clock = std::chrono::steady_clock;
   set.synchronize();
-  for (int w = 0; w < 3; ++w) {
-    run(w);
-    set.synchronize();
-  }
-  std::vector<double> u, h;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = clock::now();
-    run(r);
-    const auto t1 = clock::now();
-    set.synchronize();
-    const auto t2 = clock::now();
-    u.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
-    h.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-  }
-  enqueue_us = median_of(h);
-  return median_of(u);
+  const auto t0 = clock::now();
+  run(r);
+  const auto t1 = clock::now();
+  set.synchronize();
+  const auto t2 = clock::now();
+  user.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
+  enqueue.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
 }
 
 // The inputs of one shape, shared by every set.
@@ -231,8 +222,9 @@ int run_sets(const sets_options& o) {
     // The harness alone (fork and join of every stream, no op): part of every ms figure.
     for (auto& r : runs) {
       const float empty = r.t->median(reps, [](int) {});
-      double enq = 0;
-      const double user = user_ms(*r.user.set, reps, [](int) {}, enq);
+      std::vector<double> u, h;
+      for (int i = 0; i < 3 + reps; ++i) user_once(*r.user.set, [](int) {}, i, i < 3 ? h : u, h);
+      const double user = median_of(u);
       std::printf("%-34s %-4s %-12s %3zu streams %9.4f ms  user %9.4f ms  (no op)\n",
                   "timing harness", "-", shape.c_str(), r.size, static_cast<double>(empty), user);
       std::printf("RESULT sets_harness - shape=%s streams=%zu ms=%.4f user_ms=%.4f\n",
@@ -244,13 +236,32 @@ int run_sets(const sets_options& o) {
       const bench_case& bc = cases[c];
       if (!name_selected(o.filter, bc.name)) continue;
       const std::string key = key_of(bc.name);
+      // Run by run in turn on every set (3 warm-ups each, then `reps` rounds of one timed run
+      // per set, then as many user-timed rounds), so that a drift of the device's clocks
+      // touches every set's figures alike; each figure is the median of its runs.
       std::vector<figures> f(runs.size());
-      for (std::size_t k = 0; k < runs.size(); ++k) {
+      const std::size_t nk = runs.size();
+      std::vector<std::vector<double>> ms(nk), host(nk), user(nk), synced(nk);
+      for (int w = 0; w < 3; ++w)
+        for (std::size_t k = 0; k < nk; ++k) {
+          runs[k].t->once([&] { runs[k].ctx->cases[c].run(w); });
+          std::vector<double> u, h;
+          user_once(*runs[k].user.set, runs[k].user.ctx->cases[c].run, w, u, h);
+        }
+      for (int i = 0; i < reps; ++i)
+        for (std::size_t k = 0; k < nk; ++k) {
+          ms[k].push_back(runs[k].t->once([&] { runs[k].ctx->cases[c].run(i); }));
+          host[k].push_back(runs[k].t->host_us);
+        }
+      for (int i = 0; i < reps; ++i)
+        for (std::size_t k = 0; k < nk; ++k)
+          user_once(*runs[k].user.set, runs[k].user.ctx->cases[c].run, i, user[k], synced[k]);
+      for (std::size_t k = 0; k < nk; ++k) {
         set_run& r = runs[k];
-        const bench_case& rc = r.ctx->cases[c];
-        f[k].ms = r.t->median(reps, rc.run);
-        f[k].host_us = r.t->median_host_us;
-        f[k].user_ms = user_ms(*r.user.set, reps, r.user.ctx->cases[c].run, f[k].host_us_synced);
+        f[k].ms = median_of(ms[k]);
+        f[k].host_us = median_of(host[k]);
+        f[k].user_ms = median_of(user[k]);
+        f[k].host_us_synced = median_of(synced[k]);
         std::printf("%-34s %-4s %-12s %3zu streams %9.4f ms  user %9.4f ms  host %7.1f us\n",
                     bc.name.c_str(), bc.dtype.c_str(), shape.c_str(), r.size, f[k].ms,
                     f[k].user_ms, f[k].host_us);
