@@ -279,8 +279,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     // The other paths of a case, where the library has several (each the default before a
     // session's change, or the candidate for it), timed in the same run so that the choice
     // stays measured:
-    //  - 3D min/max of size 5 and more: z over a ring in the tile kernel (default: the z walk);
-    //    (path zring);
+    //  - 3D min/max of size 5 and more: z over a ring in the tile kernel (zring; default: the
+    //    z walk);
     //  - box, min and max of size 5 and more, 4-byte voxels: the tile kernel's next slice staged
     //    by loads into registers (register_tile; default: by asynchronous copies);
     //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (float_sums;

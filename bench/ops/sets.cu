@@ -6,8 +6,8 @@
 // outputs and a context are made and every family is registered on it (the cases capture the
 // context and its set, and allocate their scratch on it). Cases are timed one at a time, on
 // every set in turn, run by run, so that a drift of the device over the run touches both figures
-// alike. The user figures (enqueue + synchronize, host wall clock) come from a second set of the same size
-// whose raw stream handles nobody takes, as in a program that only calls ops: the event timer
+// alike. The user figures (enqueue + synchronize, host wall clock) come from a second set of the
+// same size whose raw stream handles nobody takes, as in a program that only calls ops: the event timer
 // forks and joins every stream of its set by handle, which makes synchronize() query them. The
 // ledger orders the reads of the shared inputs after the loader's (complete) writes; every set
 // has its own outputs, so no wait crosses from one timed set to another.
@@ -222,8 +222,9 @@ int run_sets(const sets_options& o) {
     // The harness alone (fork and join of every stream, no op): part of every ms figure.
     for (auto& r : runs) {
       const float empty = r.t->median(reps, [](int) {});
-      std::vector<double> u, h;
-      for (int i = 0; i < 3 + reps; ++i) user_once(*r.user.set, [](int) {}, i, i < 3 ? h : u, h);
+      std::vector<double> warm, u, h;
+      for (int i = 0; i < 3; ++i) user_once(*r.user.set, [](int) {}, i, warm, warm);
+      for (int i = 0; i < reps; ++i) user_once(*r.user.set, [](int) {}, i, u, h);
       const double user = median_of(u);
       std::printf("%-34s %-4s %-12s %3zu streams %9.4f ms  user %9.4f ms  (no op)\n",
                   "timing harness", "-", shape.c_str(), r.size, static_cast<double>(empty), user);
@@ -242,11 +243,11 @@ int run_sets(const sets_options& o) {
       std::vector<figures> f(runs.size());
       const std::size_t nk = runs.size();
       std::vector<std::vector<double>> ms(nk), host(nk), user(nk), synced(nk);
+      std::vector<double> warm;  // the warm-ups' figures, unused
       for (int w = 0; w < 3; ++w)
         for (std::size_t k = 0; k < nk; ++k) {
           runs[k].t->once([&] { runs[k].ctx->cases[c].run(w); });
-          std::vector<double> u, h;
-          user_once(*runs[k].user.set, runs[k].user.ctx->cases[c].run, w, u, h);
+          user_once(*runs[k].user.set, runs[k].user.ctx->cases[c].run, w, warm, warm);
         }
       for (int i = 0; i < reps; ++i)
         for (std::size_t k = 0; k < nk; ++k) {
