@@ -512,6 +512,37 @@ TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
   }
 }
 
+// The y and x passes of the box mean, min and max as one walk along y (switch box_yx_walk: x
+// radius up to 4, 2 for 8-byte voxels) and by the tile kernel (the switch off): against the
+// reference, 2D and 3D (after the z walk, which under the walk also takes the min/max of z radius
+// 1), every border mode, x radius 0 to 4 and y radius 0 to 16 (min/max slots past 48 KiB fall
+// back to the tile kernel), rows of 1 to 517 voxels (a warp's 120 or 60 columns, one more, rows
+// that start at unaligned addresses, rows narrower than a lane), single slices and several.
+TYPED_TEST(FilterTyped, BoxYxWalkMatchesReference) {
+  using T = TypeParam;
+  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the yx walk is the cuda backend's";
+  for (const bool walk : {true, false}) {
+    SCOPED_TRACE(walk ? "box_yx_walk on" : "box_yx_walk off");
+    const vox::detail::filt::scoped_path yx(vox::detail::filt::box_yx_walk, walk);
+    const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4},  {3, 40, 1},
+                              {121, 33, 5}, {240, 7, 3}, {61, 50, 9}, {6, 3, 2}};
+    const vox::filter_size sizes[] = {{3, 3, 1}, {5, 5, 1}, {9, 9, 1}, {7, 3, 1},  {1, 9, 1},
+                                      {9, 1, 1}, {3, 33, 1}, {5, 5, 5}, {9, 7, 3}, {3, 3, 3},
+                                      {3, 5, 27}, {1, 1, 3}};
+    std::uint32_t seed = walk ? 720 : 820;
+    int turn = 0;
+    for (const extent3& e : shapes) {
+      for (const vox::filter_size& fs : sizes) {
+        const border m = all_modes[turn++ % 4];
+        const int dims = fs.z > 1 ? 3 : 2;
+        check_box<T>(box_op::uniform, e, fs, opts(m, dims, 2.0), three, ++seed);
+        check_box<T>(box_op::erosion, e, fs, opts(m, dims, 3.0), three, ++seed);
+        check_box<T>(box_op::dilation, e, fs, opts(m, dims, 1.0), three, ++seed);
+      }
+    }
+  }
+}
+
 // The CUDA backend's other 3x3(x3) mean of 8- and 16-bit voxels, float sums with a correctly
 // rounded division per pass (taken for a fractional cval in constant mode; int sums are the
 // default): against the reference in every mode, 2D and 3D.

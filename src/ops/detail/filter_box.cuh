@@ -678,6 +678,270 @@ void launch_z_minmax_walk(const walk_geom& g, bool vec, stream_view s, const T* 
   }
 }
 
+// ---- the y and x passes as one walk (box_yx_walk) ---------------------------------------------
+
+/// A lane of the yx walk: E adjacent voxels of a row (4 bytes of 8-bit voxels, 8 of 16-bit, 16 of
+/// 32- and 64-bit), so that an x window of radius up to E finds its halo in the two neighbouring
+/// lanes. Lanes 0 and 31 of a warp are that halo: the warp writes the 30 E columns of lanes 1 to
+/// 30, and the warps of a row overlap by 2 E columns.
+template <class T>
+struct yw_shape {
+  static constexpr int E = sizeof(T) <= 4 ? 4 : 2;
+  static constexpr int VB = E * static_cast<int>(sizeof(T));
+  static constexpr int NW = VB / 4;
+  static constexpr int OUT = 30 * E;  ///< output columns of a warp
+};
+
+/// Geometry of one slab launch of the yx walk: warps by column group, chunk of rows, then slice.
+struct yx_geom {
+  idx_t nx, ny, slice;
+  idx_t z0;
+  idx_t groups;         ///< column groups of a row (yw_shape::OUT columns each)
+  idx_t chunk, chunks;  ///< rows per warp, chunks of a slice
+  idx_t warps;
+  int ry;
+};
+
+template <class T>
+yx_geom make_yx_walk(const extent3& e, const slab& w, idx_t ry) {
+  yx_geom g{};
+  g.nx = static_cast<idx_t>(e.x);
+  g.ny = static_cast<idx_t>(e.y);
+  g.slice = g.nx * g.ny;
+  g.z0 = static_cast<idx_t>(w.z0);
+  g.ry = static_cast<int>(ry);
+  g.groups = (g.nx + yw_shape<T>::OUT - 1) / yw_shape<T>::OUT;
+  const idx_t lines = g.groups * static_cast<idx_t>(w.z1 - w.z0);
+  // Each chunk reads its 2 ry halo rows again: chunks stay at least 4 windows deep.
+  const idx_t most = std::max<idx_t>(1, g.ny / std::max<idx_t>(16, 4 * (2 * ry + 1)));
+  g.chunks = std::clamp<idx_t>((wk_target_warps + lines - 1) / lines, 1, most);
+  g.chunk = (g.ny + g.chunks - 1) / g.chunks;
+  g.chunks = (g.ny + g.chunk - 1) / g.chunk;
+  g.warps = lines * g.chunks;
+  return g;
+}
+
+/// Shared memory of the min/max yx walk: the van Herk slots (2 ry + 1 per lane); none for the
+/// mean.
+template <class T>
+std::size_t yx_walk_bytes(int op, idx_t ry) {
+  return op == 0 ? 0
+                 : static_cast<std::size_t>(2 * ry + 1) * wk_threads *
+                       static_cast<std::size_t>(yw_shape<T>::VB);
+}
+
+/// Whether the yx walk serves a window: x radius up to E, and for min/max slots that fit the
+/// default 48 KiB.
+template <class T>
+bool yx_walk_serves(int op, const radii& r) {
+  return r.x <= yw_shape<T>::E && yx_walk_bytes<T>(op, r.y) <= (48u << 10);
+}
+
+/// The y and x passes of the box mean (OP 0: y, then x, each requantised, as scipy), min (1) or
+/// max (2), per slice, as a walk along y: each warp owns a group of columns of a slice and walks a
+/// chunk of its rows. Per row a lane takes one vector in (and for the mean the row leaving the
+/// window, an L1 or L2 hit), updates its y window (the mean's running sums; min/max by van Herk /
+/// Gil-Werman blocks, slots in shared memory as in box_z_minmax_walk_kernel), exchanges its y
+/// results with its neighbours by two shuffles and forms its E x windows (radius RX <= E), then
+/// stores one vector. No barrier, no shared tile: the memory traffic is one read and one write per
+/// voxel, whatever the window. Columns outside the slice take their border's values (cval in
+/// constant mode, whose y results are cval, as the tile kernel's).
+template <class T, int OP, int RX>
+__global__ void __launch_bounds__(wk_threads, 4)
+    box_yx_walk_kernel(const T* __restrict__ in, T* __restrict__ out, yx_geom g, border mode,
+                       T cval, bool vec, box_div<box_z_acc_t<T>> dy,
+                       box_div<box_z_acc_t<T>> dx) {
+  using shape = yw_shape<T>;
+  constexpr int E = shape::E, NW = shape::NW, VB = shape::VB;
+  static_assert(RX <= E, "the x halo is one lane");
+  using pack = wk_words<T, E, NW>;
+  using Z = box_z_acc_t<T>;
+  constexpr unsigned full = 0xffffffffu;
+  extern __shared__ __align__(16) unsigned char yw_dyn[];
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int K = 2 * g.ry + 1;
+  [[maybe_unused]] unsigned char* const slots =
+      yw_dyn + (static_cast<std::size_t>(threadIdx.x / 32) * K * 32 + lane) * VB;
+  const idx_t step = static_cast<idx_t>(gridDim.x) * wk_warps;
+  for (idx_t wid = static_cast<idx_t>(blockIdx.x) * wk_warps + threadIdx.x / 32; wid < g.warps;
+       wid += step) {
+    // Every lane of the warp runs every step (the shuffles need them all).
+    const idx_t gi = wid % g.groups, rest = wid / g.groups;
+    const idx_t ci = rest % g.chunks, z = g.z0 + rest / g.chunks;
+    const idx_t xc = gi * shape::OUT + static_cast<idx_t>(lane - 1) * E;
+    const idx_t y0 = ci * g.chunk;
+    const idx_t y1 = y0 + g.chunk < g.ny ? y0 + g.chunk : g.ny;
+    const bool inside = xc >= 0 && xc + E <= g.nx;
+    // Columns of lanes not wholly inside: mapped by the border (-1: cval), and which lie inside.
+    int mc[E];
+    unsigned colin = 0;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      const idx_t c = xc + j;
+      mc[j] = inside ? static_cast<int>(c) : static_cast<int>(map_near(c, g.nx, mode));
+      if (c >= 0 && c < g.nx) colin |= 1u << j;
+    }
+    const T* const base = in + z * g.slice;
+    auto load = [&](idx_t y, pack& v) {
+      const idx_t my = map_near(y, g.ny, mode);
+      if (my < 0) {
+#pragma unroll
+        for (int j = 0; j < E; ++j) v.v[j] = cval;
+        return;
+      }
+      const T* p = base + my * g.nx;
+      if (inside && vec) {
+        load_words(v.u, p + xc);
+      } else {
+#pragma unroll
+        for (int j = 0; j < E; ++j) v.v[j] = mc[j] < 0 ? cval : p[mc[j]];
+      }
+    };
+    const bool writer = lane >= 1 && lane <= 30 && xc < g.nx;
+    // Row y's y results (this lane's columns) into its x windows and the output.
+    auto emit = [&](idx_t y, pack yq) {
+      if (mode == border::constant && !inside) {
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+          if (!((colin >> j) & 1u)) yq.v[j] = cval;
+      }
+      pack lf, rt;
+#pragma unroll
+      for (int k = 0; k < NW; ++k) {
+        lf.u[k] = __shfl_up_sync(full, yq.u[k], 1);
+        rt.u[k] = __shfl_down_sync(full, yq.u[k], 1);
+      }
+      pack res;
+      if constexpr (OP == 0) {
+        Z a[E + 2 * RX];
+#pragma unroll
+        for (int i = 0; i < RX; ++i) {
+          a[i] = static_cast<Z>(lf.v[E - RX + i]);
+          a[RX + E + i] = static_cast<Z>(rt.v[i]);
+        }
+#pragma unroll
+        for (int j = 0; j < E; ++j) a[RX + j] = static_cast<Z>(yq.v[j]);
+        Z s = a[0];
+#pragma unroll
+        for (int i = 1; i <= 2 * RX; ++i) s += a[i];
+        res.v[0] = to_voxel<T>(dx(s));
+#pragma unroll
+        for (int j = 1; j < E; ++j) {
+          s += a[j + 2 * RX] - a[j - 1];
+          res.v[j] = to_voxel<T>(dx(s));
+        }
+      } else {
+        T a[E + 2 * RX];
+#pragma unroll
+        for (int i = 0; i < RX; ++i) {
+          a[i] = lf.v[E - RX + i];
+          a[RX + E + i] = rt.v[i];
+        }
+#pragma unroll
+        for (int j = 0; j < E; ++j) a[RX + j] = yq.v[j];
+#pragma unroll
+        for (int j = 0; j < E; ++j) {
+          T m = a[j];
+#pragma unroll
+          for (int d = 1; d <= 2 * RX; ++d) m = box_combine<OP>(m, a[j + d]);
+          res.v[j] = m;
+        }
+      }
+      if (writer) {
+        T* dst = out + z * g.slice + y * g.nx + xc;
+        if (inside && vec) {
+          store_words(dst, res.u);
+        } else {
+#pragma unroll
+          for (int j = 0; j < E; ++j)
+            if ((colin >> j) & 1u) dst[j] = res.v[j];
+        }
+      }
+    };
+    if constexpr (OP == 0) {
+      Z acc[E];
+#pragma unroll
+      for (int j = 0; j < E; ++j) acc[j] = Z(0);
+      for (idx_t d = -g.ry; d <= g.ry; ++d) {
+        pack v;
+        load(y0 + d, v);
+#pragma unroll
+        for (int j = 0; j < E; ++j) acc[j] += static_cast<Z>(v.v[j]);
+      }
+      for (idx_t y = y0; y < y1; ++y) {
+        pack vin, vout, yq;
+        const bool more = y + 1 < y1;
+        if (more) {  // the next row's loads stay in flight through this one
+          load(y + g.ry + 1, vin);
+          load(y - g.ry, vout);
+        }
+#pragma unroll
+        for (int j = 0; j < E; ++j) yq.v[j] = to_voxel<T>(dy(acc[j]));
+        emit(y, yq);
+        if (more) {
+#pragma unroll
+          for (int j = 0; j < E; ++j)
+            acc[j] += static_cast<Z>(vin.v[j]) - static_cast<Z>(vout.v[j]);
+        }
+      }
+    } else {
+      auto put = [&](int j, const pack& v) {
+        store_words(slots + static_cast<std::size_t>(j) * 32 * VB, v.u);
+      };
+      auto get = [&](int j, pack& v) {
+        load_words(v.u, slots + static_cast<std::size_t>(j) * 32 * VB);
+      };
+      // Rows y0 - ry + t for t in [0, len): the window of output row y0 + i is values i ..
+      // i + K - 1, emitted in order.
+      const idx_t s0 = y0 - g.ry;
+      idx_t y = y0;
+      van_herk_walk<pack>(
+          (y1 - y0) + K - 1, K, [&](idx_t t, pack& v) { load(s0 + t, v); },
+          [&](const pack& r) {
+            emit(y, r);
+            ++y;
+          },
+          put, get, [](pack& a, const pack& b) { wk_combine<OP>(a, b); });
+    }
+  }
+}
+
+/// Enqueues the yx walk of one slab (x radius rx <= E: yx_walk_serves).
+template <class T, int OP>
+void launch_yx_walk(const yx_geom& g, int rx, bool vec, stream_view s, const T* src, T* dst,
+                    border mode, T cval, const box_div<box_z_acc_t<T>>& dy,
+                    const box_div<box_z_acc_t<T>>& dx) {
+  const auto blocks = static_cast<unsigned>(
+      std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
+  const std::size_t bytes = yx_walk_bytes<T>(OP, g.ry);
+  count_launch();
+  auto go = [&](auto rt) {
+    box_yx_walk_kernel<T, OP, decltype(rt)::value>
+        <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval, vec, dy, dx);
+  };
+  constexpr int E = yw_shape<T>::E;
+  switch (rx) {
+    case 0:
+      go(std::integral_constant<int, 0>{});
+      break;
+    case 1:
+      go(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      go(std::integral_constant<int, 2>{});
+      break;
+    default:
+      if constexpr (E >= 4) {
+        if (rx == 3) {
+          go(std::integral_constant<int, 3>{});
+        } else {
+          go(std::integral_constant<int, 4>{});
+        }
+      }
+      break;
+  }
+}
+
 /// Whether an integer box mean's window sums fit the accumulator, for every pass.
 template <class T>
 bool box_sums_fit(const radii& r, double cval) {
@@ -755,8 +1019,11 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   // The z pass a kernel of its own (the mean's running sums; min/max's van Herk blocks from z
   // radius 2, where they fit the walk's shared memory), then the tile kernel for y and x. Other
   // 3D min/max windows take z in the tile kernel's ring, which needs no intermediate volume.
-  bool zwalk = d3 && (mean || (minmax_z_walk.load(std::memory_order_relaxed) && r.z >= 2 &&
-                               minmax_walk_fits<T>(r.z)));
+  constexpr int opi = mean ? 0 : P == pass_op::min ? 1 : 2;
+  // The y and x passes as one walk (box_yx_walk), where it serves the x radius.
+  const bool yxw = box_yx_walk.load(std::memory_order_relaxed) && yx_walk_serves<T>(opi, r);
+  bool zwalk = d3 && (mean || (minmax_z_walk.load(std::memory_order_relaxed) &&
+                               (r.z >= 2 || yxw) && minmax_walk_fits<T>(r.z)));
   const bool tile = !zwalk || r.x > 0 || r.y > 0;  // the fused tile kernel
   const idx_t rmax = std::max(r.x, r.y);
   const int bucket = rmax <= 2 ? 2 : rmax <= 4 ? 4 : rmax <= 8 ? 8 : 16;
@@ -778,6 +1045,7 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
                 static_cast<double>(std::numeric_limits<T>::max()), std::abs(o.cval)});
   const box_div<Z> dz = make_box_div<Z>(r.z, big);
   const box_div<S> dy = make_box_div<S>(r.y, big), dx = make_box_div<S>(r.x, big);
+  const box_div<Z> dyz = make_box_div<Z>(r.y, big), dxz = make_box_div<Z>(r.x, big);
   // Each chunk reads 2 rz halo slices again (the min/max filters them again too): chunks of at
   // least 8 rz slices keep that under a quarter.
   const idx_t min_chunk = std::max<idx_t>(16, 8 * r.z);
@@ -823,8 +1091,15 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
     }
     check_launch(op);
   };
-  // The fused tile kernel, from src into `out`.
+  // The fused tile kernel (or the yx walk), from src into `out`.
   auto tile_pass = [&](stream_view s, const slab& w, const T* src) {
+    if (yxw && !tile3) {
+      const bool vec = (e.x * sizeof(T)) % 16 == 0 && aligned(src) && aligned(out.data());
+      launch_yx_walk<T, opi>(make_yx_walk<T>(e, w, r.y), b.rx, vec, s, src, out.data(), o.mode,
+                             cval, dyz, dxz);
+      check_launch(op);
+      return;
+    }
     box_geom bg = b;
     bg.g = make_march(e, w, b.tx, bx_ty, tile3 ? min_chunk : 16);
     const dim3u gr = march_grid(bg.g);

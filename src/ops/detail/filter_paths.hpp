@@ -68,6 +68,15 @@ inline std::atomic<bool> gauss_lines{false};
 /// mean, erosion and dilation).
 inline std::atomic<bool> box_async{true};
 
+/// The box mean, min and max of x radius up to 4 (2 for 8-byte voxels) after any z pass, and
+/// their 2D forms: the y and x passes as one walk along y (box_yx_walk_kernel: per row one vector
+/// in and one out per lane, the y window by running sums or van Herk blocks, the x window from
+/// the two neighbouring lanes by shuffles; true), or the fused tile kernel, which reads each
+/// output's 2 rx + 1 x taps and 2 ry + 1 y taps from shared memory and registers (false, the
+/// default until a GPU has measured the walk). Both give the same voxels. Under the walk, the 3D
+/// min and max of z radius 1 take the z walk too (else the tile kernel's ring).
+inline std::atomic<bool> box_yx_walk{false};
+
 /// The 3x3x3 median of 8- and 16-bit voxels: its selection network on 32-bit int values in
 /// registers and in the shared sorted triples (true, the default), or on the voxel type itself
 /// (false), whose pairs of 1- or 2-byte values are packed and unpacked around every min and
