@@ -700,11 +700,23 @@ struct yx_geom {
   idx_t chunk, chunks;  ///< rows per warp, chunks of a slice
   idx_t warps;
   int ry;
+  /// The mean of uint8 and uint16 voxels (U): the quotient by 2 r + 1 as __umulhi(sum, m) with
+  /// m = ceil(2^32 / (2 r + 1)), exact for every sum of a window (sum (m k - 2^32) < 2^32); 0
+  /// where k is 1.
+  unsigned mdy, mdx;
 };
 
+/// The multiplier of yx_geom::mdy and mdx for a window of radius r.
+inline unsigned yx_umul(idx_t r) {
+  const unsigned long long k = static_cast<unsigned long long>(2 * r + 1);
+  return k == 1 ? 0u : static_cast<unsigned>(((1ull << 32) + k - 1) / k);
+}
+
 template <class T>
-yx_geom make_yx_walk(const extent3& e, const slab& w, idx_t ry) {
+yx_geom make_yx_walk(const extent3& e, const slab& w, idx_t rx, idx_t ry) {
   yx_geom g{};
+  g.mdy = yx_umul(ry);
+  g.mdx = yx_umul(rx);
   g.nx = static_cast<idx_t>(e.x);
   g.ny = static_cast<idx_t>(e.y);
   g.slice = g.nx * g.ny;
@@ -745,8 +757,10 @@ bool yx_walk_serves(int op, const radii& r) {
 /// results with its neighbours by two shuffles and forms its E x windows (radius RX <= E), then
 /// stores one vector. No barrier, no shared tile: the memory traffic is one read and one write per
 /// voxel, whatever the window. Columns outside the slice take their border's values (cval in
-/// constant mode, whose y results are cval, as the tile kernel's).
-template <class T, int OP, int RX>
+/// constant mode, whose y results are cval, as the tile kernel's). U (the mean of uint8 and
+/// uint16 voxels): unsigned sums and the quotients of yx_geom::mdy and mdx, which need no clamp
+/// (a mean of voxels and of an exact cval stays in the voxel range).
+template <class T, int OP, int RX, bool U = false>
 __global__ void __launch_bounds__(wk_threads, 4)
     box_yx_walk_kernel(const T* __restrict__ in, T* __restrict__ out, yx_geom g, border mode,
                        T cval, bool vec, box_div<box_z_acc_t<T>> dy,
@@ -755,7 +769,23 @@ __global__ void __launch_bounds__(wk_threads, 4)
   constexpr int E = shape::E, NW = shape::NW, VB = shape::VB;
   static_assert(RX <= E, "the x halo is one lane");
   using pack = wk_words<T, E, NW>;
-  using Z = box_z_acc_t<T>;
+  static_assert(!U || (OP == 0 && std::is_unsigned_v<T> && sizeof(T) <= 2));
+  using Z = std::conditional_t<U, unsigned, box_z_acc_t<T>>;
+  // The y and x passes' quotients, requantised to T.
+  auto qy = [&](Z n) -> T {
+    if constexpr (U) {
+      return static_cast<T>(g.mdy == 0u ? n : __umulhi(n, g.mdy));
+    } else {
+      return to_voxel<T>(dy(n));
+    }
+  };
+  auto qx = [&](Z n) -> T {
+    if constexpr (U) {
+      return static_cast<T>(g.mdx == 0u ? n : __umulhi(n, g.mdx));
+    } else {
+      return to_voxel<T>(dx(n));
+    }
+  };
   constexpr unsigned full = 0xffffffffu;
   extern __shared__ __align__(16) unsigned char yw_dyn[];
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -824,11 +854,11 @@ __global__ void __launch_bounds__(wk_threads, 4)
         Z s = a[0];
 #pragma unroll
         for (int i = 1; i <= 2 * RX; ++i) s += a[i];
-        res.v[0] = to_voxel<T>(dx(s));
+        res.v[0] = qx(s);
 #pragma unroll
         for (int j = 1; j < E; ++j) {
           s += a[j + 2 * RX] - a[j - 1];
-          res.v[j] = to_voxel<T>(dx(s));
+          res.v[j] = qx(s);
         }
       } else {
         T a[E + 2 * RX];
@@ -876,7 +906,7 @@ __global__ void __launch_bounds__(wk_threads, 4)
           load(y - g.ry, vout);
         }
 #pragma unroll
-        for (int j = 0; j < E; ++j) yq.v[j] = to_voxel<T>(dy(acc[j]));
+        for (int j = 0; j < E; ++j) yq.v[j] = qy(acc[j]);
         emit(y, yq);
         if (more) {
 #pragma unroll
@@ -916,8 +946,13 @@ void launch_yx_walk(const yx_geom& g, int rx, bool vec, stream_view s, const T* 
   const std::size_t bytes = yx_walk_bytes<T>(OP, g.ry);
   count_launch();
   auto go = [&](auto rt) {
-    box_yx_walk_kernel<T, OP, decltype(rt)::value>
-        <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval, vec, dy, dx);
+    if constexpr (OP == 0 && std::is_unsigned_v<T> && sizeof(T) <= 2) {
+      box_yx_walk_kernel<T, OP, decltype(rt)::value, true>
+          <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval, vec, dy, dx);
+    } else {
+      box_yx_walk_kernel<T, OP, decltype(rt)::value>
+          <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval, vec, dy, dx);
+    }
   };
   constexpr int E = yw_shape<T>::E;
   switch (rx) {
@@ -1095,7 +1130,7 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   auto tile_pass = [&](stream_view s, const slab& w, const T* src) {
     if (yxw && !tile3) {
       const bool vec = (e.x * sizeof(T)) % 16 == 0 && aligned(src) && aligned(out.data());
-      launch_yx_walk<T, opi>(make_yx_walk<T>(e, w, r.y), b.rx, vec, s, src, out.data(), o.mode,
+      launch_yx_walk<T, opi>(make_yx_walk<T>(e, w, r.x, r.y), b.rx, vec, s, src, out.data(), o.mode,
                              cval, dyz, dxz);
       check_launch(op);
       return;
