@@ -285,6 +285,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    by loads into registers (register_tile; default: by asynchronous copies);
     //  - box, min and max: the y and x passes as one walk along y (yx_walk; default: the tile
     //    kernel), where the walk serves the x radius (the others time the default twice);
+    //  - the 3D box mean of size 5 and more, uint8 and uint16: the z walk in unsigned sums
+    //    (z_uint; default: int sums, a signed quotient and a clamp);
     //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (float_sums;
     //    default: int sums), and for unsigned voxels signed int sums with a clamp per pass
     //    (int_clamp; default: unsigned);
@@ -316,6 +318,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::box_async, false, "register_tile"});
     if (c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation)
       alts.push_back({&filt::box_yx_walk, true, "yx_walk"});
+    if (c.op == op_kind::uniform && c.dims == 3 && c.size >= 5 && std::is_unsigned_v<T>)
+      alts.push_back({&filt::box_z_walk_uint, true, "z_uint"});
     if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>)
       alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2)

@@ -513,7 +513,8 @@ TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
 }
 
 // The y and x passes of the box mean, min and max as one walk along y (switch box_yx_walk: x
-// radius up to 4, 2 for 8-byte voxels) and by the tile kernel (the switch off): against the
+// radius up to 4, 2 for 8-byte voxels; with it the 3D mean's z walk in unsigned sums for uint8
+// and uint16, box_z_walk_uint) and by the tile kernel (both switches off): against the
 // reference, 2D and 3D (after the z walk, which under the walk also takes the min/max of z radius
 // 1), every border mode, x radius 0 to 4 and y radius 0 to 16 (min/max slots past 48 KiB fall
 // back to the tile kernel), rows of 1 to 517 voxels (a warp's 120 or 60 columns, one more, rows
@@ -524,6 +525,8 @@ TYPED_TEST(FilterTyped, BoxYxWalkMatchesReference) {
   for (const bool walk : {true, false}) {
     SCOPED_TRACE(walk ? "box_yx_walk on" : "box_yx_walk off");
     const vox::detail::filt::scoped_path yx(vox::detail::filt::box_yx_walk, walk);
+    // The z walk's unsigned sums (uint8, uint16) with the walk, the int sums without.
+    const vox::detail::filt::scoped_path zu(vox::detail::filt::box_z_walk_uint, walk);
     const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4},  {3, 40, 1},
                               {121, 33, 5}, {240, 7, 3}, {61, 50, 9}, {6, 3, 2}};
     const vox::filter_size sizes[] = {{3, 3, 1}, {5, 5, 1}, {9, 9, 1}, {7, 3, 1},  {1, 9, 1},

@@ -423,6 +423,17 @@ __device__ __forceinline__ idx_t map_near(idx_t i, idx_t n, border mode) {
   return map_outside(i, n, mode);
 }
 
+/// The quotient of a window sum of uint8 or uint16 voxels by k = 2 r + 1 as __umulhi(sum, m),
+/// m = ceil(2^32 / k) = (2^32 + e) / k with 0 <= e < k: exact, since sum e < 2^32 for every sum
+/// of a window (at most 2^16 k, k <= 255). 0 where k is 1 (the sum itself).
+inline unsigned yx_umul(idx_t r) {
+  const unsigned long long k = static_cast<unsigned long long>(2 * r + 1);
+  return k == 1 ? 0u : static_cast<unsigned>(((1ull << 32) + k - 1) / k);
+}
+__device__ __forceinline__ unsigned umul_quot(unsigned n, unsigned m) {
+  return m == 0u ? n : __umulhi(n, m);
+}
+
 /// Geometry of one slab launch of the z walk.
 struct walk_geom {
   idx_t nx, ny, nz;
@@ -433,6 +444,7 @@ struct walk_geom {
   idx_t xg;     ///< column groups of a row
   idx_t warps;  ///< xg ny chunks
   int rz;
+  unsigned mdz;  ///< yx_umul(rz): the mean's quotients of uint8 and uint16 sums (box_z_walk_uint)
 };
 
 /// A lane's part of one warp's walk: E adjacent voxels of a row from column x0, and the chunk
@@ -497,13 +509,17 @@ __device__ __forceinline__ void walk_store(T* dst, const walk_geom& g, const wal
 /// and one out (z - rz, an L1 or L2 hit: the lane loaded it 2 rz + 1 slices before), the running
 /// sums' quotients requantised to T and stored as one vector. VEC: rows are 16-byte aligned, so
 /// lanes whose columns are all inside load and store vectors; the others voxel by voxel.
-template <class T, class Z, bool VEC>
+/// U (uint8 and uint16 voxels, box_z_walk_uint): unsigned sums, quotients by umul_quot, no
+/// clamp (a mean of voxels and of an exact cval stays in the voxel range).
+template <class T, class Z0, bool VEC, bool U = false>
 __global__ void __launch_bounds__(wk_threads, 4)
     box_z_walk_kernel(const T* __restrict__ in, T* __restrict__ out, walk_geom g, border mode,
-                      T cval, box_div<Z> dw) {
+                      T cval, box_div<Z0> dw) {
   using shape = wk_shape<T>;
   constexpr int E = shape::E, NW = shape::NW;
   using pack = wk_words<T, E, NW>;
+  static_assert(!U || (std::is_unsigned_v<T> && sizeof(T) <= 2));
+  using Z = std::conditional_t<U, unsigned, Z0>;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const idx_t step = static_cast<idx_t>(gridDim.x) * wk_warps;
   for (idx_t wid = static_cast<idx_t>(blockIdx.x) * wk_warps + threadIdx.x / 32; wid < g.warps;
@@ -529,7 +545,13 @@ __global__ void __launch_bounds__(wk_threads, 4)
         load(z - g.rz, vout);
       }
 #pragma unroll
-      for (int j = 0; j < E; ++j) res.v[j] = to_voxel<T>(dw(acc[j]));
+      for (int j = 0; j < E; ++j) {
+        if constexpr (U) {
+          res.v[j] = static_cast<T>(umul_quot(acc[j], g.mdz));
+        } else {
+          res.v[j] = to_voxel<T>(dw(acc[j]));
+        }
+      }
       walk_store<VEC>(dst, g, l, res);
       if (more) {
 #pragma unroll
@@ -550,6 +572,7 @@ walk_geom make_z_walk(const extent3& e, const slab& w, idx_t rz) {
   g.nz = static_cast<idx_t>(e.z);
   g.slice = g.nx * g.ny;
   g.rz = static_cast<int>(rz);
+  g.mdz = yx_umul(rz);
   g.xg = (g.nx + wk_shape<T>::COLS - 1) / wk_shape<T>::COLS;
   g.wbegin = static_cast<idx_t>(w.z0);
   g.wend = static_cast<idx_t>(w.z1);
@@ -570,6 +593,18 @@ void launch_z_walk(const walk_geom& g, bool vec, stream_view s, const T* src, T*
   const auto blocks = static_cast<unsigned>(
       std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
   count_launch();
+  if constexpr (std::is_unsigned_v<T> && sizeof(T) <= 2) {
+    if (box_z_walk_uint.load(std::memory_order_relaxed)) {
+      if (vec) {
+        box_z_walk_kernel<T, Z, true, true>
+            <<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
+      } else {
+        box_z_walk_kernel<T, Z, false, true>
+            <<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
+      }
+      return;
+    }
+  }
   if (vec) {
     box_z_walk_kernel<T, Z, true><<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
   } else {
@@ -705,12 +740,6 @@ struct yx_geom {
   /// where k is 1.
   unsigned mdy, mdx;
 };
-
-/// The multiplier of yx_geom::mdy and mdx for a window of radius r.
-inline unsigned yx_umul(idx_t r) {
-  const unsigned long long k = static_cast<unsigned long long>(2 * r + 1);
-  return k == 1 ? 0u : static_cast<unsigned>(((1ull << 32) + k - 1) / k);
-}
 
 template <class T>
 yx_geom make_yx_walk(const extent3& e, const slab& w, idx_t rx, idx_t ry) {

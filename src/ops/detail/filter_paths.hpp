@@ -77,6 +77,12 @@ inline std::atomic<bool> box_async{true};
 /// min and max of z radius 1 take the z walk too (else the tile kernel's ring).
 inline std::atomic<bool> box_yx_walk{false};
 
+/// The z walk of the 3D box mean (sizes over 3) of uint8 and uint16 voxels: unsigned sums and
+/// each quotient by one multiply-high, no clamp (true), or int sums, a signed quotient and a
+/// clamp to the voxel range (false, the default until a GPU has measured the first). Both give
+/// the same voxels.
+inline std::atomic<bool> box_z_walk_uint{false};
+
 /// The 3x3x3 median of 8- and 16-bit voxels: its selection network on 32-bit int values in
 /// registers and in the shared sorted triples (true, the default), or on the voxel type itself
 /// (false), whose pairs of 1- or 2-byte values are packed and unpacked around every min and
