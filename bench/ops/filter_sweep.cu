@@ -283,10 +283,11 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    z walk);
     //  - box, min and max of size 5 and more, 4-byte voxels: the tile kernel's next slice staged
     //    by loads into registers (register_tile; default: by asynchronous copies);
-    //  - box, min and max: the y and x passes as one walk along y (yx_walk; default: the tile
-    //    kernel), where the walk serves the x radius (the others time the default twice);
-    //  - the 3D box mean of size 5 and more, uint8 and uint16: the z walk in unsigned sums
-    //    (z_uint; default: int sums, a signed quotient and a clamp);
+    //  - box, min and max: the y and x passes by the tile kernel (tile_kernel; default: one
+    //    walk along y, where it serves the x radius; the others time the default twice);
+    //  - 3D box, min and max of size 5 and more: the z walks with one slice in flight and int
+    //    sums (z_shallow; default: 4 slices, and for uint8/uint16 means unsigned sums);
+    //  - 3D box, min and max: both of the above, the paths before the walks (old_walks);
     //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (float_sums;
     //    default: int sums), and for unsigned voxels signed int sums with a clamp per pass
     //    (int_clamp; default: unsigned);
@@ -302,6 +303,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       std::atomic<bool>* sw;
       bool value;  // the switch's value for this path
       const char* name;
+      std::atomic<bool>* sw2 = nullptr;  // a second switch the path sets, if any
+      bool value2 = false;
     };
     std::vector<alt_path> alts;
     // The Gaussian's radius along an axis, as the op computes it (default truncate).
@@ -317,9 +320,13 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
         c.size >= 5 && sizeof(T) >= 4)
       alts.push_back({&filt::box_async, false, "register_tile"});
     if (c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation)
-      alts.push_back({&filt::box_yx_walk, true, "yx_walk"});
-    if (c.op == op_kind::uniform && c.dims == 3 && c.size >= 5 && std::is_unsigned_v<T>)
-      alts.push_back({&filt::box_z_walk_uint, true, "z_uint"});
+      alts.push_back({&filt::box_yx_walk, false, "tile_kernel"});
+    if ((c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation) &&
+        c.dims == 3 && c.size >= 5)
+      alts.push_back({&filt::box_z_walk_deep, false, "z_shallow"});
+    if ((c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation) &&
+        c.dims == 3)
+      alts.push_back({&filt::box_yx_walk, false, "old_walks", &filt::box_z_walk_deep, false});
     if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>)
       alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2)
@@ -338,6 +345,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     for (const alt_path& alt : alts) {
       const measured a = [&] {
         const filt::scoped_path other(*alt.sw, alt.value);
+        std::atomic<bool> unused{false};
+        const filt::scoped_path second(alt.sw2 != nullptr ? *alt.sw2 : unused, alt.value2);
         return time_case(t, o, run);
       }();
       const char* path = alt.name;

@@ -486,6 +486,8 @@ TYPED_TEST(FilterTyped, BoxMinMaxAcrossTileBucketsAndRowWidths) {
 TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
   using T = TypeParam;
   if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the fused tile kernel is the cuda backend's";
+  // The tile kernel even where the yx walk (the default for x radii up to 4) serves.
+  const vox::detail::filt::scoped_path tile(vox::detail::filt::box_yx_walk, false);
   for (const bool staged : {true, false}) {
     SCOPED_TRACE(staged ? "box_async on" : "box_async off");
     const vox::detail::filt::scoped_path async(vox::detail::filt::box_async, staged);
@@ -513,8 +515,9 @@ TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
 }
 
 // The y and x passes of the box mean, min and max as one walk along y (switch box_yx_walk: x
-// radius up to 4, 2 for 8-byte voxels; with it the 3D mean's z walk in unsigned sums for uint8
-// and uint16, box_z_walk_uint) and by the tile kernel (both switches off): against the
+// radius up to 4, 2 for 8-byte voxels; with it the z walks' loads 4 slices ahead and the 3D
+// mean's unsigned sums for uint8 and uint16, box_z_walk_deep) and by the tile kernel (both
+// switches off): against the
 // reference, 2D and 3D (after the z walk, which under the walk also takes the min/max of z radius
 // 1), every border mode, x radius 0 to 4 and y radius 0 to 16 (min/max slots past 48 KiB fall
 // back to the tile kernel), rows of 1 to 517 voxels (a warp's 120 or 60 columns, one more, rows
@@ -525,8 +528,8 @@ TYPED_TEST(FilterTyped, BoxYxWalkMatchesReference) {
   for (const bool walk : {true, false}) {
     SCOPED_TRACE(walk ? "box_yx_walk on" : "box_yx_walk off");
     const vox::detail::filt::scoped_path yx(vox::detail::filt::box_yx_walk, walk);
-    // The z walk's unsigned sums (uint8, uint16) with the walk, the int sums without.
-    const vox::detail::filt::scoped_path zu(vox::detail::filt::box_z_walk_uint, walk);
+    // The deep z walks (4 slices ahead; the mean's unsigned sums) with the yx walk.
+    const vox::detail::filt::scoped_path zu(vox::detail::filt::box_z_walk_deep, walk);
     const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4},  {3, 40, 1},
                               {121, 33, 5}, {240, 7, 3}, {61, 50, 9}, {6, 3, 2}};
     const vox::filter_size sizes[] = {{3, 3, 1}, {5, 5, 1}, {9, 9, 1}, {7, 3, 1},  {1, 9, 1},
@@ -862,37 +865,47 @@ TEST(FilterVanHerk, WalkEqualsAPlainSlidingWindow) {
       if (n < 1) continue;
       std::vector<int> line(static_cast<std::size_t>(n));
       for (int& v : line) v = d(rng);
-      for (const bool is_min : {true, false}) {
-        SCOPED_TRACE("K " + std::to_string(K) + ", length " + std::to_string(n) +
-                     (is_min ? ", min" : ", max"));
-        std::vector<int> slots(static_cast<std::size_t>(K), 12345), got;
-        std::vector<std::ptrdiff_t> loads;
-        vox::detail::filt::van_herk_walk<int>(
-            n, K,
-            [&](std::ptrdiff_t t, int& v) {
-              loads.push_back(t);
-              v = line[static_cast<std::size_t>(t)];
-            },
-            [&](const int& v) { got.push_back(v); },
-            [&](int j, const int& v) {
-              ASSERT_TRUE(j >= 0 && j < K);
-              slots[static_cast<std::size_t>(j)] = v;
-            },
-            [&](int j, int& v) {
-              ASSERT_TRUE(j >= 0 && j < K);
-              v = slots[static_cast<std::size_t>(j)];
-            },
-            [&](int& a, const int& b) { a = is_min ? std::min(a, b) : std::max(a, b); });
-        std::vector<int> want;
-        for (std::ptrdiff_t i = 0; i + K <= n; ++i) {
-          const auto first = line.begin() + i, last = first + K;
-          want.push_back(is_min ? *std::min_element(first, last) : *std::max_element(first, last));
+      for (const int depth : {1, 4}) {
+        for (const bool is_min : {true, false}) {
+          SCOPED_TRACE("K " + std::to_string(K) + ", length " + std::to_string(n) +
+                       (is_min ? ", min" : ", max") + ", loads ahead " + std::to_string(depth));
+          std::vector<int> slots(static_cast<std::size_t>(K), 12345), got;
+          std::vector<std::ptrdiff_t> loads;
+          // Loads one value ahead and, as the device walks do, four.
+          auto run_walk = [&](auto&&... f) {
+            if (depth == 4) {
+              vox::detail::filt::van_herk_walk<int, 4>(n, K, f...);
+            } else {
+              vox::detail::filt::van_herk_walk<int, 1>(n, K, f...);
+            }
+          };
+          run_walk(
+              [&](std::ptrdiff_t t, int& v) {
+                loads.push_back(t);
+                v = line[static_cast<std::size_t>(t)];
+              },
+              [&](const int& v) { got.push_back(v); },
+              [&](int j, const int& v) {
+                ASSERT_TRUE(j >= 0 && j < K);
+                slots[static_cast<std::size_t>(j)] = v;
+              },
+              [&](int j, int& v) {
+                ASSERT_TRUE(j >= 0 && j < K);
+                v = slots[static_cast<std::size_t>(j)];
+              },
+              [&](int& a, const int& b) { a = is_min ? std::min(a, b) : std::max(a, b); });
+          std::vector<int> want;
+          for (std::ptrdiff_t i = 0; i + K <= n; ++i) {
+            const auto first = line.begin() + i, last = first + K;
+            want.push_back(is_min ? *std::min_element(first, last)
+                                  : *std::max_element(first, last));
+          }
+          EXPECT_EQ(got, want);
+          // Each value is loaded once, in order.
+          ASSERT_EQ(loads.size(), line.size());
+          for (std::size_t t = 0; t < loads.size(); ++t)
+            EXPECT_EQ(loads[t], static_cast<std::ptrdiff_t>(t));
         }
-        EXPECT_EQ(got, want);
-        // Each value is loaded once, in order.
-        ASSERT_EQ(loads.size(), line.size());
-        for (std::size_t t = 0; t < loads.size(); ++t)
-          EXPECT_EQ(loads[t], static_cast<std::ptrdiff_t>(t));
       }
     }
   }

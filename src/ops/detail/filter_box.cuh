@@ -12,11 +12,17 @@
 //    and one out per slice whatever the window, requantised to the voxel type; then the fused
 //    2D kernel runs y and x on that. (The one-kernel 3D mean, with the z sums in shared memory,
 //    was latency-bound: 128 registers, 14% occupancy, 4.9-19x a copy on the H200.)
-//  - 3D min and max of z radius 2 to 11 (23 for 8-bit voxels) go z first too
-//    (box_z_minmax_walk_kernel): the warps and lanes of the mean's walk, with van Herk /
-//    Gil-Werman blocks of 2 rz + 1 slices (a running min in registers, the previous block's
-//    suffix minima in the lane's own slots of shared memory; van_herk.hpp), 8- and 16-bit voxels
-//    four or two per SIMD instruction; then the 2D kernel.
+//  - 3D min and max of z radius 2 to 11 (23 for 8-bit voxels; from 1 under the yx walk) go z
+//    first too (box_z_minmax_walk_kernel): the warps and lanes of the mean's walk, with van
+//    Herk / Gil-Werman blocks of 2 rz + 1 slices (a running min in registers, the previous
+//    block's suffix minima in the lane's own slots of shared memory; van_herk.hpp), 8- and
+//    16-bit voxels four or two per SIMD instruction; then the 2D kernel. Both z walks keep the
+//    loads of 4 slices in flight (box_z_walk_deep).
+//  - The y and x passes of x radius up to 4 (2 for 8-byte voxels), after a z walk or alone in
+//    2D, as one walk along y instead of the tile kernel (box_yx_walk_kernel, box_yx_walk): a
+//    lane owns 4 adjacent voxels of a row (2 of 8 bytes), keeps its y window by running sums or
+//    van Herk blocks, and takes its x window's halo from its two neighbouring lanes by shuffles;
+//    one read and one write per voxel whatever the window.
 // Not installed.
 #pragma once
 
@@ -355,6 +361,8 @@ __global__ void __launch_bounds__(bx_threads, AS && R <= 4 ? 3 : 2)
 
 inline constexpr int wk_threads = 128;
 inline constexpr int wk_warps = wk_threads / 32;
+/// Rows or slices a lane of the deep walks (box_z_walk_deep, the yx walk) has in flight.
+inline constexpr int wk_depth = 4;
 /// Warps a walk should have at once: enough to fill a large GPU a few times over.
 inline constexpr idx_t wk_target_warps = 16384;
 
@@ -444,7 +452,7 @@ struct walk_geom {
   idx_t xg;     ///< column groups of a row
   idx_t warps;  ///< xg ny chunks
   int rz;
-  unsigned mdz;  ///< yx_umul(rz): the mean's quotients of uint8 and uint16 sums (box_z_walk_uint)
+  unsigned mdz;  ///< yx_umul(rz): the mean's quotients of uint8 and uint16 sums (box_z_walk_deep)
 };
 
 /// A lane's part of one warp's walk: E adjacent voxels of a row from column x0, and the chunk
@@ -509,9 +517,10 @@ __device__ __forceinline__ void walk_store(T* dst, const walk_geom& g, const wal
 /// and one out (z - rz, an L1 or L2 hit: the lane loaded it 2 rz + 1 slices before), the running
 /// sums' quotients requantised to T and stored as one vector. VEC: rows are 16-byte aligned, so
 /// lanes whose columns are all inside load and store vectors; the others voxel by voxel.
-/// U (uint8 and uint16 voxels, box_z_walk_uint): unsigned sums, quotients by umul_quot, no
-/// clamp (a mean of voxels and of an exact cval stays in the voxel range).
-template <class T, class Z0, bool VEC, bool U = false>
+/// U (uint8 and uint16 voxels, box_z_walk_deep): unsigned sums, quotients by umul_quot, no
+/// clamp (a mean of voxels and of an exact cval stays in the voxel range). D: slices whose loads
+/// are in flight at once (4 under box_z_walk_deep: one a lane left the walk latency-bound).
+template <class T, class Z0, bool VEC, bool U = false, int D = 1>
 __global__ void __launch_bounds__(wk_threads, 4)
     box_z_walk_kernel(const T* __restrict__ in, T* __restrict__ out, walk_geom g, border mode,
                       T cval, box_div<Z0> dw) {
@@ -537,26 +546,42 @@ __global__ void __launch_bounds__(wk_threads, 4)
       for (int j = 0; j < E; ++j) acc[j] += static_cast<Z>(v.v[j]);
     }
     T* dst = out + l.w0 * g.slice + l.row;
-    for (idx_t z = l.w0; z < l.w1; ++z, dst += g.slice) {
-      pack vin, vout, res;
-      const bool more = z + 1 < l.w1;
-      if (more) {  // the next slice's loads stay in flight through this one
-        load(z + g.rz + 1, vin);
-        load(z - g.rz, vout);
-      }
+    // Slot i of the queues: the slices entering and leaving the window at the steps z with
+    // (z - w0) % D == i, loaded D steps ahead (they stay in flight through the steps between).
+    pack qin[D], qout[D];
 #pragma unroll
-      for (int j = 0; j < E; ++j) {
-        if constexpr (U) {
-          res.v[j] = static_cast<T>(umul_quot(acc[j], g.mdz));
-        } else {
-          res.v[j] = to_voxel<T>(dw(acc[j]));
+    for (int i = 0; i < D; ++i) {
+      if (l.w0 + i + 1 < l.w1) {
+        load(l.w0 + i + g.rz + 1, qin[i]);
+        load(l.w0 + i - g.rz, qout[i]);
+      }
+    }
+    for (idx_t zb = l.w0; zb < l.w1; zb += D) {
+#pragma unroll
+      for (int i = 0; i < D; ++i) {
+        const idx_t z = zb + i;
+        if (z < l.w1) {
+          pack res;
+#pragma unroll
+          for (int j = 0; j < E; ++j) {
+            if constexpr (U) {
+              res.v[j] = static_cast<T>(umul_quot(acc[j], g.mdz));
+            } else {
+              res.v[j] = to_voxel<T>(dw(acc[j]));
+            }
+          }
+          walk_store<VEC>(dst, g, l, res);
+          dst += g.slice;
+          if (z + 1 < l.w1) {
+#pragma unroll
+            for (int j = 0; j < E; ++j)
+              acc[j] += static_cast<Z>(qin[i].v[j]) - static_cast<Z>(qout[i].v[j]);
+            if (z + D + 1 < l.w1) {
+              load(z + D + g.rz + 1, qin[i]);
+              load(z + D - g.rz, qout[i]);
+            }
+          }
         }
-      }
-      walk_store<VEC>(dst, g, l, res);
-      if (more) {
-#pragma unroll
-        for (int j = 0; j < E; ++j)
-          acc[j] += static_cast<Z>(vin.v[j]) - static_cast<Z>(vout.v[j]);
       }
     }
   }
@@ -593,17 +618,16 @@ void launch_z_walk(const walk_geom& g, bool vec, stream_view s, const T* src, T*
   const auto blocks = static_cast<unsigned>(
       std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
   count_launch();
-  if constexpr (std::is_unsigned_v<T> && sizeof(T) <= 2) {
-    if (box_z_walk_uint.load(std::memory_order_relaxed)) {
-      if (vec) {
-        box_z_walk_kernel<T, Z, true, true>
-            <<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
-      } else {
-        box_z_walk_kernel<T, Z, false, true>
-            <<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
-      }
-      return;
+  if (box_z_walk_deep.load(std::memory_order_relaxed)) {
+    constexpr bool U = std::is_unsigned_v<T> && sizeof(T) <= 2;
+    if (vec) {
+      box_z_walk_kernel<T, Z, true, U, wk_depth>
+          <<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
+    } else {
+      box_z_walk_kernel<T, Z, false, U, wk_depth>
+          <<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
     }
+    return;
   }
   if (vec) {
     box_z_walk_kernel<T, Z, true><<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
@@ -658,7 +682,7 @@ bool minmax_walk_fits(idx_t rz) {
 /// minima in K slots of shared memory that only it touches (no barrier). Per slice: one vector
 /// in, one out, three combines and about four shared-memory vector accesses, whatever the
 /// window.
-template <class T, int OP, bool VEC>
+template <class T, int OP, bool VEC, int D = 1>
 __global__ void __launch_bounds__(wk_threads, 4)
     box_z_minmax_walk_kernel(const T* __restrict__ in, T* __restrict__ out, walk_geom g,
                              border mode, T cval) {
@@ -686,7 +710,7 @@ __global__ void __launch_bounds__(wk_threads, 4)
     // i + K - 1, emitted in order.
     const idx_t s0 = l.w0 - g.rz;
     T* dst = out + l.w0 * g.slice + l.row;
-    van_herk_walk<pack>(
+    van_herk_walk<pack, D>(
         (l.w1 - l.w0) + K - 1, K,
         [&](idx_t t, pack& v) { walk_load<VEC>(in, g, l, mode, cval, s0 + t, v); },
         [&](const pack& res) {
@@ -704,6 +728,16 @@ void launch_z_minmax_walk(const walk_geom& g, bool vec, stream_view s, const T* 
       std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
   const std::size_t bytes = minmax_walk_bytes<T>(g.rz);
   count_launch();
+  if (box_z_walk_deep.load(std::memory_order_relaxed)) {
+    if (vec) {
+      box_z_minmax_walk_kernel<T, OP, true, wk_depth>
+          <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval);
+    } else {
+      box_z_minmax_walk_kernel<T, OP, false, wk_depth>
+          <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval);
+    }
+    return;
+  }
   if (vec) {
     box_z_minmax_walk_kernel<T, OP, true><<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g,
                                                                                     mode, cval);
@@ -927,20 +961,36 @@ __global__ void __launch_bounds__(wk_threads, 4)
 #pragma unroll
         for (int j = 0; j < E; ++j) acc[j] += static_cast<Z>(v.v[j]);
       }
-      for (idx_t y = y0; y < y1; ++y) {
-        pack vin, vout, yq;
-        const bool more = y + 1 < y1;
-        if (more) {  // the next row's loads stay in flight through this one
-          load(y + g.ry + 1, vin);
-          load(y - g.ry, vout);
+      // Slot i of the queues: the rows entering and leaving the window at the steps y with
+      // (y - y0) % D == i, loaded D steps ahead.
+      constexpr int D = wk_depth;
+      pack qin[D], qout[D];
+#pragma unroll
+      for (int i = 0; i < D; ++i) {
+        if (y0 + i + 1 < y1) {
+          load(y0 + i + g.ry + 1, qin[i]);
+          load(y0 + i - g.ry, qout[i]);
         }
+      }
+      for (idx_t yb = y0; yb < y1; yb += D) {
 #pragma unroll
-        for (int j = 0; j < E; ++j) yq.v[j] = qy(acc[j]);
-        emit(y, yq);
-        if (more) {
+        for (int i = 0; i < D; ++i) {
+          const idx_t y = yb + i;
+          if (y < y1) {
+            pack yq;
 #pragma unroll
-          for (int j = 0; j < E; ++j)
-            acc[j] += static_cast<Z>(vin.v[j]) - static_cast<Z>(vout.v[j]);
+            for (int j = 0; j < E; ++j) yq.v[j] = qy(acc[j]);
+            emit(y, yq);
+            if (y + 1 < y1) {
+#pragma unroll
+              for (int j = 0; j < E; ++j)
+                acc[j] += static_cast<Z>(qin[i].v[j]) - static_cast<Z>(qout[i].v[j]);
+              if (y + D + 1 < y1) {
+                load(y + D + g.ry + 1, qin[i]);
+                load(y + D - g.ry, qout[i]);
+              }
+            }
+          }
         }
       }
     } else {
@@ -954,7 +1004,7 @@ __global__ void __launch_bounds__(wk_threads, 4)
       // i + K - 1, emitted in order.
       const idx_t s0 = y0 - g.ry;
       idx_t y = y0;
-      van_herk_walk<pack>(
+      van_herk_walk<pack, wk_depth>(
           (y1 - y0) + K - 1, K, [&](idx_t t, pack& v) { load(s0 + t, v); },
           [&](const pack& r) {
             emit(y, r);

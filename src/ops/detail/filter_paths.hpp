@@ -71,17 +71,22 @@ inline std::atomic<bool> box_async{true};
 /// The box mean, min and max of x radius up to 4 (2 for 8-byte voxels) after any z pass, and
 /// their 2D forms: the y and x passes as one walk along y (box_yx_walk_kernel: per row one vector
 /// in and one out per lane, the y window by running sums or van Herk blocks, the x window from
-/// the two neighbouring lanes by shuffles; true), or the fused tile kernel, which reads each
-/// output's 2 rx + 1 x taps and 2 ry + 1 y taps from shared memory and registers (false, the
-/// default until a GPU has measured the walk). Both give the same voxels. Under the walk, the 3D
-/// min and max of z radius 1 take the z walk too (else the tile kernel's ring).
-inline std::atomic<bool> box_yx_walk{false};
+/// the two neighbouring lanes by shuffles, the loads of 4 rows in flight; true, the default), or
+/// the fused tile kernel, which reads each output's 2 rx + 1 x taps and 2 ry + 1 y taps from
+/// shared memory and registers (false). Both give the same voxels. Under the walk, the 3D min
+/// and max of z radius 1 take the z walk too (else the tile kernel's ring). On an H100
+/// (2026-12-06, 512x512x300, 8 streams), the walk with one row in flight took 0.59-0.76x the
+/// tile kernel's time for uint8 and uint16 at sizes 5-9 in 3D and 0.50-0.69x per slice; for
+/// float32 0.80-1.06x in 3D and 0.69-1.11x per slice.
+inline std::atomic<bool> box_yx_walk{true};
 
-/// The z walk of the 3D box mean (sizes over 3) of uint8 and uint16 voxels: unsigned sums and
-/// each quotient by one multiply-high, no clamp (true), or int sums, a signed quotient and a
-/// clamp to the voxel range (false, the default until a GPU has measured the first). Both give
-/// the same voxels.
-inline std::atomic<bool> box_z_walk_uint{false};
+/// The z walks of the 3D box mean, min and max (box_z_walk_kernel, box_z_minmax_walk_kernel):
+/// each lane with the loads of 4 slices in flight, and the mean of uint8 and uint16 voxels in
+/// unsigned sums with each quotient by one multiply-high and no clamp (true, the default); or
+/// the loads of one slice in flight and int sums, a signed quotient and a clamp (false: on an
+/// H100 the uint8 z walk of the 3D mean of size 9 so moved 38% of the DRAM bandwidth, 115 us,
+/// twice a copy). Both give the same voxels.
+inline std::atomic<bool> box_z_walk_deep{true};
 
 /// The 3x3x3 median of 8- and 16-bit voxels: its selection network on 32-bit int values in
 /// registers and in the shared sorted triples (true, the default), or on the voxel type itself

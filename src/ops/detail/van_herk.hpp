@@ -19,52 +19,65 @@
 
 #include <voxstream/core/macros.hpp>
 
+#include "filter_arith.cuh"
+
 namespace vox::detail::filt {
 
-/// Runs the walk. `load(t, v)` reads value t into v (issued one value ahead, so that a device
-/// load stays in flight through the previous value's work); `emit(v)` takes the next window's
-/// result; `put(j, v)` and `get(j, v)` write and read slot j (0 <= j < K); `combine(a, b)` sets
-/// a to the min (or max) of a and b, and must be associative and commutative. K >= 1.
-template <class Pack, class Load, class Emit, class Put, class Get, class Combine>
+/// Runs the walk. `load(t, v)` reads value t into v (issued D values ahead, so that D device
+/// loads stay in flight through the work of the values before them); `emit(v)` takes the next
+/// window's result; `put(j, v)` and `get(j, v)` write and read slot j (0 <= j < K);
+/// `combine(a, b)` sets a to the min (or max) of a and b, and must be associative and
+/// commutative. K >= 1, D >= 1. Values are loaded once each, in order.
+template <class Pack, int D = 1, class Load, class Emit, class Put, class Get, class Combine>
 VOX_HD inline void van_herk_walk(std::ptrdiff_t len, int K, Load&& load, Emit&& emit, Put&& put,
                                  Get&& get, Combine&& combine) {
+  static_assert(D >= 1, "at least one load ahead");
   if (len <= 0) return;
-  Pack next{}, run{};
-  load(std::ptrdiff_t{0}, next);
+  Pack queue[D];
+  VOX_FILTER_UNROLL
+  for (int i = 0; i < D; ++i)
+    if (i < len) load(std::ptrdiff_t{i}, queue[i]);
+  Pack run{};
   int j = 0;
-  for (std::ptrdiff_t t = 0; t < len; ++t) {
-    const Pack v = next;
-    if (t + 1 < len) load(t + 1, next);
-    if (j == 0) {
-      run = v;
-    } else {
-      combine(run, v);
-    }
-    if (t >= K - 1) {
-      if (j == K - 1) {
-        emit(run);
-      } else {
-        Pack res = run;
-        Pack h{};
-        get(j + 1, h);
-        combine(res, h);
-        emit(res);
+  for (std::ptrdiff_t t0 = 0; t0 < len; t0 += D) {
+    VOX_FILTER_UNROLL
+    for (int i = 0; i < D; ++i) {
+      const std::ptrdiff_t t = t0 + i;
+      if (t < len) {
+        const Pack v = queue[i];
+        if (t + D < len) load(t + D, queue[i]);
+        if (j == 0) {
+          run = v;
+        } else {
+          combine(run, v);
+        }
+        if (t >= K - 1) {
+          if (j == K - 1) {
+            emit(run);
+          } else {
+            Pack res = run;
+            Pack h{};
+            get(j + 1, h);
+            combine(res, h);
+            emit(res);
+          }
+        }
+        if (j == K - 1) {
+          // The block is complete: its suffixes, in place (slot K - 1 is v itself).
+          Pack h = v;
+          put(K - 1, h);
+          for (int q = K - 2; q >= 0; --q) {
+            Pack a{};
+            get(q, a);
+            combine(h, a);
+            put(q, h);
+          }
+          j = 0;
+        } else {
+          put(j, v);
+          ++j;
+        }
       }
-    }
-    if (j == K - 1) {
-      // The block is complete: its suffixes, in place (slot K - 1 is v itself).
-      Pack h = v;
-      put(K - 1, h);
-      for (int q = K - 2; q >= 0; --q) {
-        Pack a{};
-        get(q, a);
-        combine(h, a);
-        put(q, h);
-      }
-      j = 0;
-    } else {
-      put(j, v);
-      ++j;
     }
   }
 }
