@@ -433,13 +433,21 @@ __device__ __forceinline__ idx_t map_near(idx_t i, idx_t n, border mode) {
 
 /// The quotient of a window sum of uint8 or uint16 voxels by k = 2 r + 1 as __umulhi(sum, m),
 /// m = ceil(2^32 / k) = (2^32 + e) / k with 0 <= e < k: exact, since sum e < 2^32 for every sum
-/// of a window (at most 2^16 k, k <= 255). 0 where k is 1 (the sum itself).
-inline unsigned yx_umul(idx_t r) {
+/// of a window (at most 2^16 k, k <= 255). Where k is 1, m = 0 and `one` = ~0: the sum itself.
+/// No branch: with `k == 1 ? n : __umulhi(n, m)` and a uint16 result, ptxas (CUDA 13.0, sm_90)
+/// fed the multiply the 16-bit truncation of the sum meant for the other branch (the H100 caught
+/// it, 2026-12-06: every fourth voxel of the uint16 yx walk at x radius 4 was wrong).
+struct umul_div {
+  unsigned m;
+  unsigned one;
+  __device__ __forceinline__ unsigned operator()(unsigned n) const {
+    return __umulhi(n, m) + (n & one);
+  }
+};
+inline umul_div yx_umul(idx_t r) {
   const unsigned long long k = static_cast<unsigned long long>(2 * r + 1);
-  return k == 1 ? 0u : static_cast<unsigned>(((1ull << 32) + k - 1) / k);
-}
-__device__ __forceinline__ unsigned umul_quot(unsigned n, unsigned m) {
-  return m == 0u ? n : __umulhi(n, m);
+  if (k == 1) return {0u, ~0u};
+  return {static_cast<unsigned>(((1ull << 32) + k - 1) / k), 0u};
 }
 
 /// Geometry of one slab launch of the z walk.
@@ -452,7 +460,7 @@ struct walk_geom {
   idx_t xg;     ///< column groups of a row
   idx_t warps;  ///< xg ny chunks
   int rz;
-  unsigned mdz;  ///< yx_umul(rz): the mean's quotients of uint8 and uint16 sums (box_z_walk_deep)
+  umul_div mdz;  ///< yx_umul(rz): the mean's quotients of uint8 and uint16 sums (box_z_walk_deep)
 };
 
 /// A lane's part of one warp's walk: E adjacent voxels of a row from column x0, and the chunk
@@ -517,7 +525,7 @@ __device__ __forceinline__ void walk_store(T* dst, const walk_geom& g, const wal
 /// and one out (z - rz, an L1 or L2 hit: the lane loaded it 2 rz + 1 slices before), the running
 /// sums' quotients requantised to T and stored as one vector. VEC: rows are 16-byte aligned, so
 /// lanes whose columns are all inside load and store vectors; the others voxel by voxel.
-/// U (uint8 and uint16 voxels, box_z_walk_deep): unsigned sums, quotients by umul_quot, no
+/// U (uint8 and uint16 voxels, box_z_walk_deep): unsigned sums, quotients by umul_div, no
 /// clamp (a mean of voxels and of an exact cval stays in the voxel range). D: slices whose loads
 /// are in flight at once (4 under box_z_walk_deep: one a lane left the walk latency-bound).
 template <class T, class Z0, bool VEC, bool U = false, int D = 1>
@@ -565,7 +573,7 @@ __global__ void __launch_bounds__(wk_threads, 4)
 #pragma unroll
           for (int j = 0; j < E; ++j) {
             if constexpr (U) {
-              res.v[j] = static_cast<T>(umul_quot(acc[j], g.mdz));
+              res.v[j] = static_cast<T>(g.mdz(acc[j]));
             } else {
               res.v[j] = to_voxel<T>(dw(acc[j]));
             }
@@ -769,10 +777,8 @@ struct yx_geom {
   idx_t chunk, chunks;  ///< rows per warp, chunks of a slice
   idx_t warps;
   int ry;
-  /// The mean of uint8 and uint16 voxels (U): the quotient by 2 r + 1 as __umulhi(sum, m) with
-  /// m = ceil(2^32 / (2 r + 1)), exact for every sum of a window (sum (m k - 2^32) < 2^32); 0
-  /// where k is 1.
-  unsigned mdy, mdx;
+  /// The mean of uint8 and uint16 voxels (U): the quotients by 2 ry + 1 and 2 rx + 1 (umul_div).
+  umul_div mdy, mdx;
 };
 
 template <class T>
@@ -837,14 +843,14 @@ __global__ void __launch_bounds__(wk_threads, 4)
   // The y and x passes' quotients, requantised to T.
   auto qy = [&](Z n) -> T {
     if constexpr (U) {
-      return static_cast<T>(g.mdy == 0u ? n : __umulhi(n, g.mdy));
+      return static_cast<T>(g.mdy(n));
     } else {
       return to_voxel<T>(dy(n));
     }
   };
   auto qx = [&](Z n) -> T {
     if constexpr (U) {
-      return static_cast<T>(g.mdx == 0u ? n : __umulhi(n, g.mdx));
+      return static_cast<T>(g.mdx(n));
     } else {
       return to_voxel<T>(dx(n));
     }
