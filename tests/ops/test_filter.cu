@@ -514,8 +514,9 @@ TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
   }
 }
 
-// The y and x passes of the box mean, min and max as one walk along y (switch box_yx_walk: x
-// radius up to 4, 2 for 8-byte voxels; with it the z walks' loads 4 slices ahead and the 3D
+// The y and x passes of the box mean, min and max as one walk along y (switch box_yx_walk, the
+// default: x radius up to 4, 2 for 8-byte voxels, not the mean of floating voxels, which keeps
+// the tile kernel; with it the z walks' loads 4 slices ahead and the 3D
 // mean's unsigned sums for uint8 and uint16, box_z_walk_deep) and by the tile kernel (both
 // switches off): against the
 // reference, 2D and 3D (after the z walk, which under the walk also takes the min/max of z radius

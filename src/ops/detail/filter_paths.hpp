@@ -68,24 +68,29 @@ inline std::atomic<bool> gauss_lines{false};
 /// mean, erosion and dilation).
 inline std::atomic<bool> box_async{true};
 
-/// The box mean, min and max of x radius up to 4 (2 for 8-byte voxels) after any z pass, and
-/// their 2D forms: the y and x passes as one walk along y (box_yx_walk_kernel: per row one vector
-/// in and one out per lane, the y window by running sums or van Herk blocks, the x window from
-/// the two neighbouring lanes by shuffles, the loads of 4 rows in flight; true, the default), or
-/// the fused tile kernel, which reads each output's 2 rx + 1 x taps and 2 ry + 1 y taps from
-/// shared memory and registers (false). Both give the same voxels. Under the walk, the 3D min
-/// and max of z radius 1 take the z walk too (else the tile kernel's ring). On an H100
-/// (2026-12-06, 512x512x300, 8 streams), the walk with one row in flight took 0.59-0.76x the
-/// tile kernel's time for uint8 and uint16 at sizes 5-9 in 3D and 0.50-0.69x per slice; for
-/// float32 0.80-1.06x in 3D and 0.69-1.11x per slice.
+/// The box mean of integer voxels, and min and max of every voxel type, of x radius up to 4 (2
+/// for 8-byte voxels) after any z pass, and their 2D forms: the y and x passes as one walk along
+/// y (box_yx_walk_kernel: per row one vector in and one out per lane, the y window by running
+/// sums or van Herk blocks, the x window from the two neighbouring lanes by shuffles, the loads
+/// of 4 rows in flight; true, the default), or the fused tile kernel, which reads each output's
+/// 2 rx + 1 x taps and 2 ry + 1 y taps from shared memory and registers (false). Both give the
+/// same voxels. Under the walk, the 3D min and max of z radius 1 take the z walk too (else the
+/// tile kernel's ring). The mean of floating voxels keeps the tile kernel. On an H100
+/// (2026-12-06, revision 9daaf69, 512x512x300, 8 streams, sizes 5-9) the tile kernel took
+/// 1.25-1.55x the walk's time for the 3D mean of uint8, 1.21-1.46x for uint16, 1.37-1.90x per
+/// slice, and 1.26-1.71x for uint8/uint16 min and max in 3D; for float32 min and max 0.98-1.30x
+/// in 3D and 0.99-1.54x per slice; for the float32 mean 0.71-0.93x (the walk sums in double).
 inline std::atomic<bool> box_yx_walk{true};
 
 /// The z walks of the 3D box mean, min and max (box_z_walk_kernel, box_z_minmax_walk_kernel):
 /// each lane with the loads of 4 slices in flight, and the mean of uint8 and uint16 voxels in
 /// unsigned sums with each quotient by one multiply-high and no clamp (true, the default); or
-/// the loads of one slice in flight and int sums, a signed quotient and a clamp (false: on an
-/// H100 the uint8 z walk of the 3D mean of size 9 so moved 38% of the DRAM bandwidth, 115 us,
-/// twice a copy). Both give the same voxels.
+/// the loads of one slice in flight and int sums, a signed quotient and a clamp (false). Both
+/// give the same voxels. On an H100 (2026-12-06, revision 9daaf69, 512x512x300, 8 streams,
+/// sizes 5-9, after it the yx walk) the second took 1.00-1.04x the first's time for min and
+/// max of uint8/uint16 and 1.03-1.04x for float32, but 0.96-1.00x for the mean of uint8/uint16
+/// and 0.98-1.02x for float32's: the uint8 z walk stays at 39% of the DRAM bandwidth either way
+/// (Nsight Compute, 112 us for the mean of size 9, about twice a copy).
 inline std::atomic<bool> box_z_walk_deep{true};
 
 /// The 3x3x3 median of 8- and 16-bit voxels: its selection network on 32-bit int values in
