@@ -1142,7 +1142,7 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   constexpr int opi = mean ? 0 : P == pass_op::min ? 1 : 2;
   // The y and x passes as one walk (box_yx_walk), where it serves the x radius; not for the mean
   // of floating voxels, whose walk keeps double sums and was slower than the tile kernel on an
-  // H100 (float32, 512x512x300: 1.20-1.41x per slice, 1.07-1.20x in 3D, sizes 5-9).
+  // H100 (float32, 512x512x300: 1.13-1.41x per slice, 1.07-1.20x in 3D, sizes 5-9).
   const bool yxw = box_yx_walk.load(std::memory_order_relaxed) && yx_walk_serves<T>(opi, r) &&
                    !(mean && std::is_floating_point_v<T>);
   bool zwalk = d3 && (mean || (minmax_z_walk.load(std::memory_order_relaxed) &&

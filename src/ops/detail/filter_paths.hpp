@@ -77,7 +77,7 @@ inline std::atomic<bool> box_async{true};
 /// same voxels. Under the walk, the 3D min and max of z radius 1 take the z walk too (else the
 /// tile kernel's ring). The mean of floating voxels keeps the tile kernel. On an H100
 /// (2026-12-06, revision 9daaf69, 512x512x300, 8 streams, sizes 5-9) the tile kernel took
-/// 1.25-1.55x the walk's time for the 3D mean of uint8, 1.21-1.46x for uint16, 1.37-1.90x per
+/// 1.25-1.55x the walk's time for the 3D mean of uint8, 1.21-1.46x for uint16, 1.34-1.90x per
 /// slice, and 1.26-1.71x for uint8/uint16 min and max in 3D; for float32 min and max 0.98-1.30x
 /// in 3D and 0.99-1.54x per slice; for the float32 mean 0.71-0.93x (the walk sums in double).
 inline std::atomic<bool> box_yx_walk{true};
@@ -88,8 +88,8 @@ inline std::atomic<bool> box_yx_walk{true};
 /// the loads of one slice in flight and int sums, a signed quotient and a clamp (false). Both
 /// give the same voxels. On an H100 (2026-12-06, revision 9daaf69, 512x512x300, 8 streams,
 /// sizes 5-9, after it the yx walk) the second took 1.00-1.04x the first's time for min and
-/// max of uint8/uint16 and 1.03-1.04x for float32, but 0.96-1.00x for the mean of uint8/uint16
-/// and 0.98-1.02x for float32's: the uint8 z walk stays at 39% of the DRAM bandwidth either way
+/// max of uint8/uint16 and 1.02-1.04x for float32, but 0.96-1.00x for the mean of uint8/uint16
+/// and 0.97-1.02x for float32's: the uint8 z walk stays at 39% of the DRAM bandwidth either way
 /// (Nsight Compute, 112 us for the mean of size 9, about twice a copy).
 inline std::atomic<bool> box_z_walk_deep{true};
 
