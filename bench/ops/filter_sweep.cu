@@ -285,6 +285,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    by loads into registers (register_tile; default: by asynchronous copies);
     //  - box, min and max: the y and x passes by the tile kernel (tile_kernel; default: one
     //    walk along y, where it serves the x radius; the others time the default twice);
+    //  - box, min and max: the walk's second form (yx_v2: 8 voxels a lane for uint8, interior
+    //    chunks without the border rule; default: the first form);
     //  - 3D box, min and max of size 5 and more: the z walks with one slice in flight and int
     //    sums (z_shallow; default: 4 slices, and for uint8/uint16 means unsigned sums);
     //  - 3D box, min and max: both of the above, the paths before the walks (old_walks);
@@ -321,6 +323,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::box_async, false, "register_tile"});
     if (c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation)
       alts.push_back({&filt::box_yx_walk, false, "tile_kernel"});
+    if (c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation)
+      alts.push_back({&filt::box_yx_walk_v2, true, "yx_v2"});
     if ((c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation) &&
         c.dims == 3 && c.size >= 5)
       alts.push_back({&filt::box_z_walk_deep, false, "z_shallow"});

@@ -516,27 +516,33 @@ TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
 
 // The y and x passes of the box mean, min and max as one walk along y (switch box_yx_walk, the
 // default: x radius up to 4, 2 for 8-byte voxels, not the mean of floating voxels, which keeps
-// the tile kernel; with it the z walks' loads 4 slices ahead and the 3D
-// mean's unsigned sums for uint8 and uint16, box_z_walk_deep) and by the tile kernel (both
-// switches off): against the
-// reference, 2D and 3D (after the z walk, which under the walk also takes the min/max of z radius
-// 1), every border mode, x radius 0 to 4 and y radius 0 to 16 (min/max slots past 48 KiB fall
-// back to the tile kernel), rows of 1 to 517 voxels (a warp's 120 or 60 columns, one more, rows
-// that start at unaligned addresses, rows narrower than a lane), single slices and several.
+// the tile kernel; with it the z walks' loads 4 slices ahead and the 3D mean's unsigned sums for
+// uint8 and uint16, box_z_walk_deep), the walk's second form (box_yx_walk_v2: 8 uint8 voxels a
+// lane, interior chunks without the border rule) and the tile kernel (the switches off): against
+// the reference, 2D and 3D (after the z walk, which under the walk also takes the min/max of z
+// radius 1), every border mode, x radius 0 to 4 and y radius 0 to 16 (min/max slots past 48 KiB
+// fall back to the tile kernel), rows of 1 to 517 voxels (a warp's 240, 120 or 60 columns, one
+// more, rows that start at unaligned addresses, rows narrower than a lane), slices tall enough
+// for chunks whose rows and halo lie inside, single slices and several.
 TYPED_TEST(FilterTyped, BoxYxWalkMatchesReference) {
   using T = TypeParam;
   if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the yx walk is the cuda backend's";
-  for (const bool walk : {true, false}) {
-    SCOPED_TRACE(walk ? "box_yx_walk on" : "box_yx_walk off");
+  // 0: the walk (first form), 1: its second form (box_yx_walk_v2), 2: the tile kernel.
+  for (const int form : {0, 1, 2}) {
+    const bool walk = form < 2;
+    SCOPED_TRACE(form == 0   ? "box_yx_walk on"
+                 : form == 1 ? "box_yx_walk_v2 on"
+                             : "box_yx_walk off");
     const vox::detail::filt::scoped_path yx(vox::detail::filt::box_yx_walk, walk);
+    const vox::detail::filt::scoped_path v2(vox::detail::filt::box_yx_walk_v2, form == 1);
     // The deep z walks (4 slices ahead; the mean's unsigned sums) with the yx walk.
     const vox::detail::filt::scoped_path zu(vox::detail::filt::box_z_walk_deep, walk);
-    const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4},  {3, 40, 1},
-                              {121, 33, 5}, {240, 7, 3}, {61, 50, 9}, {6, 3, 2}};
-    const vox::filter_size sizes[] = {{3, 3, 1}, {5, 5, 1}, {9, 9, 1}, {7, 3, 1},  {1, 9, 1},
-                                      {9, 1, 1}, {3, 33, 1}, {5, 5, 5}, {9, 7, 3}, {3, 3, 3},
-                                      {3, 5, 27}, {1, 1, 3}};
-    std::uint32_t seed = walk ? 720 : 820;
+    const extent3 shapes[] = {{253, 21, 3}, {517, 9, 2}, {1, 13, 4}, {3, 40, 1},   {121, 33, 5},
+                              {240, 7, 3},  {61, 50, 9}, {6, 3, 2},  {241, 150, 3}};
+    const vox::filter_size sizes[] = {{3, 3, 1}, {5, 5, 1}, {9, 9, 1},  {7, 3, 1},
+                                      {1, 9, 1}, {9, 1, 1}, {3, 33, 1}, {5, 5, 5},
+                                      {9, 7, 3}, {3, 3, 3}, {3, 5, 27}, {1, 1, 3}};
+    std::uint32_t seed = 720 + 100 * static_cast<std::uint32_t>(form);
     int turn = 0;
     for (const extent3& e : shapes) {
       for (const vox::filter_size& fs : sizes) {

@@ -758,12 +758,13 @@ void launch_z_minmax_walk(const walk_geom& g, bool vec, stream_view s, const T* 
 // ---- the y and x passes as one walk (box_yx_walk) ---------------------------------------------
 
 /// A lane of the yx walk: E adjacent voxels of a row (4 bytes of 8-bit voxels, 8 of 16-bit, 16 of
-/// 32- and 64-bit), so that an x window of radius up to E finds its halo in the two neighbouring
-/// lanes. Lanes 0 and 31 of a warp are that halo: the warp writes the 30 E columns of lanes 1 to
-/// 30, and the warps of a row overlap by 2 E columns.
-template <class T>
+/// 32- and 64-bit; under box_yx_walk_v2 (V2) 8 bytes of 8-bit voxels), so that an x window of
+/// radius up to E finds its halo in the two neighbouring lanes. Lanes 0 and 31 of a warp are that
+/// halo: the warp writes the 30 E columns of lanes 1 to 30, and the warps of a row overlap by
+/// 2 E columns.
+template <class T, bool V2 = false>
 struct yw_shape {
-  static constexpr int E = sizeof(T) <= 4 ? 4 : 2;
+  static constexpr int E = V2 && sizeof(T) == 1 ? 8 : sizeof(T) <= 4 ? 4 : 2;
   static constexpr int VB = E * static_cast<int>(sizeof(T));
   static constexpr int NW = VB / 4;
   static constexpr int OUT = 30 * E;  ///< output columns of a warp
@@ -781,7 +782,7 @@ struct yx_geom {
   umul_div mdy, mdx;
 };
 
-template <class T>
+template <class T, bool V2 = false>
 yx_geom make_yx_walk(const extent3& e, const slab& w, idx_t rx, idx_t ry) {
   yx_geom g{};
   g.mdy = yx_umul(ry);
@@ -791,7 +792,7 @@ yx_geom make_yx_walk(const extent3& e, const slab& w, idx_t rx, idx_t ry) {
   g.slice = g.nx * g.ny;
   g.z0 = static_cast<idx_t>(w.z0);
   g.ry = static_cast<int>(ry);
-  g.groups = (g.nx + yw_shape<T>::OUT - 1) / yw_shape<T>::OUT;
+  g.groups = (g.nx + yw_shape<T, V2>::OUT - 1) / yw_shape<T, V2>::OUT;
   const idx_t lines = g.groups * static_cast<idx_t>(w.z1 - w.z0);
   // Each chunk reads its 2 ry halo rows again: chunks stay at least 4 windows deep.
   const idx_t most = std::max<idx_t>(1, g.ny / std::max<idx_t>(16, 4 * (2 * ry + 1)));
@@ -804,17 +805,20 @@ yx_geom make_yx_walk(const extent3& e, const slab& w, idx_t rx, idx_t ry) {
 
 /// Shared memory of the min/max yx walk: the van Herk slots (2 ry + 1 per lane); none for the
 /// mean.
-template <class T>
+template <class T, bool V2 = false>
 std::size_t yx_walk_bytes(int op, idx_t ry) {
   return op == 0 ? 0
                  : static_cast<std::size_t>(2 * ry + 1) * wk_threads *
-                       static_cast<std::size_t>(yw_shape<T>::VB);
+                       static_cast<std::size_t>(yw_shape<T, V2>::VB);
 }
 
-/// Whether the yx walk serves a window: x radius up to E, and for min/max slots that fit the
-/// default 48 KiB.
+/// Whether the yx walk serves a window: x radius up to E (and 4), and for min/max slots that fit
+/// the default 48 KiB.
 template <class T>
-bool yx_walk_serves(int op, const radii& r) {
+bool yx_walk_serves(int op, const radii& r, bool v2) {
+  if (v2) {
+    return r.x <= std::min(yw_shape<T, true>::E, 4) && yx_walk_bytes<T, true>(op, r.y) <= (48u << 10);
+  }
   return r.x <= yw_shape<T>::E && yx_walk_bytes<T>(op, r.y) <= (48u << 10);
 }
 
@@ -828,13 +832,15 @@ bool yx_walk_serves(int op, const radii& r) {
 /// voxel, whatever the window. Columns outside the slice take their border's values (cval in
 /// constant mode, whose y results are cval, as the tile kernel's). U (the mean of uint8 and
 /// uint16 voxels): unsigned sums and the quotients of yx_geom::mdy and mdx, which need no clamp
-/// (a mean of voxels and of an exact cval stays in the voxel range).
-template <class T, int OP, int RX, bool U = false>
+/// (a mean of voxels and of an exact cval stays in the voxel range). V2 (box_yx_walk_v2): 8 voxels
+/// a lane for 8-bit voxels, and for chunks whose rows and halo lie inside the slice, rows
+/// addressed without the border rule and by 32-bit in-slice offsets.
+template <class T, int OP, int RX, bool U = false, bool V2 = false>
 __global__ void __launch_bounds__(wk_threads, 4)
     box_yx_walk_kernel(const T* __restrict__ in, T* __restrict__ out, yx_geom g, border mode,
                        T cval, bool vec, box_div<box_z_acc_t<T>> dy,
                        box_div<box_z_acc_t<T>> dx) {
-  using shape = yw_shape<T>;
+  using shape = yw_shape<T, V2>;
   constexpr int E = shape::E, NW = shape::NW, VB = shape::VB;
   static_assert(RX <= E, "the x halo is one lane");
   using pack = wk_words<T, E, NW>;
@@ -881,14 +887,32 @@ __global__ void __launch_bounds__(wk_threads, 4)
       if (c >= 0 && c < g.nx) colin |= 1u << j;
     }
     const T* const base = in + z * g.slice;
+    // V2: the chunk's rows and their halo lie inside the slice (no border rule per row).
+    [[maybe_unused]] const bool interior = V2 && y0 - g.ry >= 0 && y1 + g.ry <= g.ny;
     auto load = [&](idx_t y, pack& v) {
-      const idx_t my = map_near(y, g.ny, mode);
-      if (my < 0) {
+      const T* p;
+      if constexpr (V2) {
+        if (interior) {
+          // In-slice offsets fit 32 bits (run_box_fused checks).
+          p = base + static_cast<unsigned>(y) * static_cast<unsigned>(g.nx);
+        } else {
+          const idx_t my = map_near(y, g.ny, mode);
+          if (my < 0) {
 #pragma unroll
-        for (int j = 0; j < E; ++j) v.v[j] = cval;
-        return;
+            for (int j = 0; j < E; ++j) v.v[j] = cval;
+            return;
+          }
+          p = base + static_cast<unsigned>(my) * static_cast<unsigned>(g.nx);
+        }
+      } else {
+        const idx_t my = map_near(y, g.ny, mode);
+        if (my < 0) {
+#pragma unroll
+          for (int j = 0; j < E; ++j) v.v[j] = cval;
+          return;
+        }
+        p = base + my * g.nx;
       }
-      const T* p = base + my * g.nx;
       if (inside && vec) {
         load_words(v.u, p + xc);
       } else {
@@ -947,7 +971,12 @@ __global__ void __launch_bounds__(wk_threads, 4)
         }
       }
       if (writer) {
-        T* dst = out + z * g.slice + y * g.nx + xc;
+        T* dst;
+        if constexpr (V2) {
+          dst = out + z * g.slice + xc + static_cast<unsigned>(y) * static_cast<unsigned>(g.nx);
+        } else {
+          dst = out + z * g.slice + y * g.nx + xc;
+        }
         if (inside && vec) {
           store_words(dst, res.u);
         } else {
@@ -1021,25 +1050,25 @@ __global__ void __launch_bounds__(wk_threads, 4)
   }
 }
 
-/// Enqueues the yx walk of one slab (x radius rx <= E: yx_walk_serves).
-template <class T, int OP>
+/// Enqueues the yx walk of one slab (x radius rx <= E: yx_walk_serves; g from make_yx_walk<T, V2>).
+template <class T, int OP, bool V2>
 void launch_yx_walk(const yx_geom& g, int rx, bool vec, stream_view s, const T* src, T* dst,
                     border mode, T cval, const box_div<box_z_acc_t<T>>& dy,
                     const box_div<box_z_acc_t<T>>& dx) {
   const auto blocks = static_cast<unsigned>(
       std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
-  const std::size_t bytes = yx_walk_bytes<T>(OP, g.ry);
+  const std::size_t bytes = yx_walk_bytes<T, V2>(OP, g.ry);
   count_launch();
   auto go = [&](auto rt) {
     if constexpr (OP == 0 && std::is_unsigned_v<T> && sizeof(T) <= 2) {
-      box_yx_walk_kernel<T, OP, decltype(rt)::value, true>
+      box_yx_walk_kernel<T, OP, decltype(rt)::value, true, V2>
           <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval, vec, dy, dx);
     } else {
-      box_yx_walk_kernel<T, OP, decltype(rt)::value>
+      box_yx_walk_kernel<T, OP, decltype(rt)::value, false, V2>
           <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval, vec, dy, dx);
     }
   };
-  constexpr int E = yw_shape<T>::E;
+  constexpr int E = yw_shape<T, V2>::E;
   switch (rx) {
     case 0:
       go(std::integral_constant<int, 0>{});
@@ -1143,7 +1172,8 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   // The y and x passes as one walk (box_yx_walk), where it serves the x radius; not for the mean
   // of floating voxels, whose walk keeps double sums and was slower than the tile kernel on an
   // H100 (float32, 512x512x300: 1.13-1.41x per slice, 1.07-1.20x in 3D, sizes 5-9).
-  const bool yxw = box_yx_walk.load(std::memory_order_relaxed) && yx_walk_serves<T>(opi, r) &&
+  const bool v2 = box_yx_walk_v2.load(std::memory_order_relaxed);
+  const bool yxw = box_yx_walk.load(std::memory_order_relaxed) && yx_walk_serves<T>(opi, r, v2) &&
                    !(mean && std::is_floating_point_v<T>);
   bool zwalk = d3 && (mean || (minmax_z_walk.load(std::memory_order_relaxed) &&
                                (r.z >= 2 || yxw) && minmax_walk_fits<T>(r.z)));
@@ -1218,8 +1248,13 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   auto tile_pass = [&](stream_view s, const slab& w, const T* src) {
     if (yxw && !tile3) {
       const bool vec = (e.x * sizeof(T)) % 16 == 0 && aligned(src) && aligned(out.data());
-      launch_yx_walk<T, opi>(make_yx_walk<T>(e, w, r.x, r.y), b.rx, vec, s, src, out.data(), o.mode,
-                             cval, dyz, dxz);
+      if (v2) {
+        launch_yx_walk<T, opi, true>(make_yx_walk<T, true>(e, w, r.x, r.y), b.rx, vec, s, src,
+                                     out.data(), o.mode, cval, dyz, dxz);
+      } else {
+        launch_yx_walk<T, opi, false>(make_yx_walk<T>(e, w, r.x, r.y), b.rx, vec, s, src,
+                                      out.data(), o.mode, cval, dyz, dxz);
+      }
       check_launch(op);
       return;
     }

@@ -82,6 +82,14 @@ inline std::atomic<bool> box_async{true};
 /// in 3D and 0.99-1.54x per slice; for the float32 mean 0.71-0.93x (the walk sums in double).
 inline std::atomic<bool> box_yx_walk{true};
 
+/// Under box_yx_walk: the walk's second form (true), with 8 voxels a lane for 8-bit voxels (4 in
+/// the first: the per-row work of a lane over twice the voxels) and, in chunks whose rows and
+/// halo lie inside the slice, rows addressed without the border rule and by 32-bit offsets; or
+/// the first form (false, the default until a GPU has measured the second: on an H100 the
+/// uint8 yx walk of the first form took 309.7 us for a size-9 mean of 512x512x300 at 13.9% of
+/// the DRAM bandwidth, about 44 instructions per voxel). Both give the same voxels.
+inline std::atomic<bool> box_yx_walk_v2{false};
+
 /// The z walks of the 3D box mean, min and max (box_z_walk_kernel, box_z_minmax_walk_kernel):
 /// each lane with the loads of 4 slices in flight, and the mean of uint8 and uint16 voxels in
 /// unsigned sums with each quotient by one multiply-high and no clamp (true, the default); or
