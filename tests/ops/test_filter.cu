@@ -350,6 +350,23 @@ vox::filter_options opts(border m, int dims, double cval = 0.0, double truncate 
 }
 
 const stream_config three{3, vox::slice_mapping::contiguous, true};
+
+/// The box mean, min and max of every size on every shape against the reference, the border
+/// mode turning with each case (cval 2, 3 and 1 in constant mode), 2D where the size's z is 1.
+template <class T, std::size_t NE, std::size_t NS>
+void check_box_family(const extent3 (&shapes)[NE], const vox::filter_size (&sizes)[NS],
+                      std::uint32_t& seed) {
+  int turn = 0;
+  for (const extent3& e : shapes) {
+    for (const vox::filter_size& fs : sizes) {
+      const border m = all_modes[turn++ % 4];
+      const int dims = fs.z > 1 ? 3 : 2;
+      check_box<T>(box_op::uniform, e, fs, opts(m, dims, 2.0), three, ++seed);
+      check_box<T>(box_op::erosion, e, fs, opts(m, dims, 3.0), three, ++seed);
+      check_box<T>(box_op::dilation, e, fs, opts(m, dims, 1.0), three, ++seed);
+    }
+  }
+}
 const extent3 odd_ext{37, 53, 29};
 const extent3 small_ext{13, 11, 9};
 
@@ -495,16 +512,7 @@ TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
     const vox::filter_size sizes[] = {{5, 5, 1}, {9, 1, 1}, {1, 9, 1}, {17, 3, 1},
                                       {33, 17, 1}, {7, 5, 5}, {5, 9, 3}, {3, 5, 27}};
     std::uint32_t seed = staged ? 520 : 620;
-    int turn = 0;
-    for (const extent3& e : shapes) {
-      for (const vox::filter_size& fs : sizes) {
-        const border m = all_modes[turn++ % 4];
-        const int dims = fs.z > 1 ? 3 : 2;
-        check_box<T>(box_op::uniform, e, fs, opts(m, dims, 2.0), three, ++seed);
-        check_box<T>(box_op::erosion, e, fs, opts(m, dims, 3.0), three, ++seed);
-        check_box<T>(box_op::dilation, e, fs, opts(m, dims, 1.0), three, ++seed);
-      }
-    }
+    check_box_family<T>(shapes, sizes, seed);
     // The 3D min/max ring in the tile kernel (the z walk off).
     const vox::detail::filt::scoped_path ring(vox::detail::filt::minmax_z_walk, false);
     check_box<T>(box_op::erosion, extent3{70, 33, 37}, vox::filter_size{5, 5, 5},
@@ -543,16 +551,7 @@ TYPED_TEST(FilterTyped, BoxYxWalkMatchesReference) {
                                       {1, 9, 1}, {9, 1, 1}, {3, 33, 1}, {5, 5, 5},
                                       {9, 7, 3}, {3, 3, 3}, {3, 5, 27}, {1, 1, 3}};
     std::uint32_t seed = 720 + 100 * static_cast<std::uint32_t>(form);
-    int turn = 0;
-    for (const extent3& e : shapes) {
-      for (const vox::filter_size& fs : sizes) {
-        const border m = all_modes[turn++ % 4];
-        const int dims = fs.z > 1 ? 3 : 2;
-        check_box<T>(box_op::uniform, e, fs, opts(m, dims, 2.0), three, ++seed);
-        check_box<T>(box_op::erosion, e, fs, opts(m, dims, 3.0), three, ++seed);
-        check_box<T>(box_op::dilation, e, fs, opts(m, dims, 1.0), three, ++seed);
-      }
-    }
+    check_box_family<T>(shapes, sizes, seed);
   }
 }
 

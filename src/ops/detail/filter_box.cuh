@@ -890,29 +890,18 @@ __global__ void __launch_bounds__(wk_threads, 4)
     // V2: the chunk's rows and their halo lie inside the slice (no border rule per row).
     [[maybe_unused]] const bool interior = V2 && y0 - g.ry >= 0 && y1 + g.ry <= g.ny;
     auto load = [&](idx_t y, pack& v) {
-      const T* p;
-      if constexpr (V2) {
-        if (interior) {
-          // In-slice offsets fit 32 bits (run_box_fused checks).
-          p = base + static_cast<unsigned>(y) * static_cast<unsigned>(g.nx);
-        } else {
-          const idx_t my = map_near(y, g.ny, mode);
-          if (my < 0) {
-#pragma unroll
-            for (int j = 0; j < E; ++j) v.v[j] = cval;
-            return;
-          }
-          p = base + static_cast<unsigned>(my) * static_cast<unsigned>(g.nx);
-        }
-      } else {
-        const idx_t my = map_near(y, g.ny, mode);
+      idx_t my = y;
+      if (!(V2 && interior)) {
+        my = map_near(y, g.ny, mode);
         if (my < 0) {
 #pragma unroll
           for (int j = 0; j < E; ++j) v.v[j] = cval;
           return;
         }
-        p = base + my * g.nx;
       }
+      // V2: in-slice offsets in 32 bits (run_box_fused checks that they fit).
+      const T* p = V2 ? base + static_cast<unsigned>(my) * static_cast<unsigned>(g.nx)
+                      : base + my * g.nx;
       if (inside && vec) {
         load_words(v.u, p + xc);
       } else {
