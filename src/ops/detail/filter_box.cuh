@@ -444,7 +444,7 @@ struct umul_div {
     return __umulhi(n, m) + (n & one);
   }
 };
-inline umul_div yx_umul(idx_t r) {
+inline umul_div make_umul_div(idx_t r) {
   const unsigned long long k = static_cast<unsigned long long>(2 * r + 1);
   if (k == 1) return {0u, ~0u};
   return {static_cast<unsigned>(((1ull << 32) + k - 1) / k), 0u};
@@ -460,7 +460,7 @@ struct walk_geom {
   idx_t xg;     ///< column groups of a row
   idx_t warps;  ///< xg ny chunks
   int rz;
-  umul_div mdz;  ///< yx_umul(rz): the mean's quotients of uint8 and uint16 sums (box_z_walk_deep)
+  umul_div mdz;  ///< make_umul_div(rz): the uint8/uint16 mean's quotients (box_z_walk_deep)
 };
 
 /// A lane's part of one warp's walk: E adjacent voxels of a row from column x0, and the chunk
@@ -605,7 +605,7 @@ walk_geom make_z_walk(const extent3& e, const slab& w, idx_t rz) {
   g.nz = static_cast<idx_t>(e.z);
   g.slice = g.nx * g.ny;
   g.rz = static_cast<int>(rz);
-  g.mdz = yx_umul(rz);
+  g.mdz = make_umul_div(rz);
   g.xg = (g.nx + wk_shape<T>::COLS - 1) / wk_shape<T>::COLS;
   g.wbegin = static_cast<idx_t>(w.z0);
   g.wend = static_cast<idx_t>(w.z1);
@@ -626,22 +626,21 @@ void launch_z_walk(const walk_geom& g, bool vec, stream_view s, const T* src, T*
   const auto blocks = static_cast<unsigned>(
       std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
   count_launch();
+  // The deep walk (box_z_walk_deep): unsigned sums for uint8/uint16, 4 slices in flight.
+  auto go = [&](auto* k) { k<<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz); };
+  constexpr bool U = std::is_unsigned_v<T> && sizeof(T) <= 2;
   if (box_z_walk_deep.load(std::memory_order_relaxed)) {
-    constexpr bool U = std::is_unsigned_v<T> && sizeof(T) <= 2;
     if (vec) {
-      box_z_walk_kernel<T, Z, true, U, wk_depth>
-          <<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
+      go(box_z_walk_kernel<T, Z, true, U, wk_depth>);
     } else {
-      box_z_walk_kernel<T, Z, false, U, wk_depth>
-          <<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
+      go(box_z_walk_kernel<T, Z, false, U, wk_depth>);
     }
-    return;
-  }
-  if (vec) {
-    box_z_walk_kernel<T, Z, true><<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval, dz);
   } else {
-    box_z_walk_kernel<T, Z, false><<<blocks, wk_threads, 0, s.value()>>>(src, dst, g, mode, cval,
-                                                                         dz);
+    if (vec) {
+      go(box_z_walk_kernel<T, Z, true>);
+    } else {
+      go(box_z_walk_kernel<T, Z, false>);
+    }
   }
 }
 
@@ -736,22 +735,19 @@ void launch_z_minmax_walk(const walk_geom& g, bool vec, stream_view s, const T* 
       std::min<idx_t>((g.warps + wk_warps - 1) / wk_warps, idx_t{1} << 30));
   const std::size_t bytes = minmax_walk_bytes<T>(g.rz);
   count_launch();
+  auto go = [&](auto* k) { k<<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval); };
   if (box_z_walk_deep.load(std::memory_order_relaxed)) {
     if (vec) {
-      box_z_minmax_walk_kernel<T, OP, true, wk_depth>
-          <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval);
+      go(box_z_minmax_walk_kernel<T, OP, true, wk_depth>);
     } else {
-      box_z_minmax_walk_kernel<T, OP, false, wk_depth>
-          <<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g, mode, cval);
+      go(box_z_minmax_walk_kernel<T, OP, false, wk_depth>);
     }
-    return;
-  }
-  if (vec) {
-    box_z_minmax_walk_kernel<T, OP, true><<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g,
-                                                                                    mode, cval);
   } else {
-    box_z_minmax_walk_kernel<T, OP, false><<<blocks, wk_threads, bytes, s.value()>>>(src, dst, g,
-                                                                                     mode, cval);
+    if (vec) {
+      go(box_z_minmax_walk_kernel<T, OP, true>);
+    } else {
+      go(box_z_minmax_walk_kernel<T, OP, false>);
+    }
   }
 }
 
@@ -785,8 +781,8 @@ struct yx_geom {
 template <class T, bool V2 = false>
 yx_geom make_yx_walk(const extent3& e, const slab& w, idx_t rx, idx_t ry) {
   yx_geom g{};
-  g.mdy = yx_umul(ry);
-  g.mdx = yx_umul(rx);
+  g.mdy = make_umul_div(ry);
+  g.mdx = make_umul_div(rx);
   g.nx = static_cast<idx_t>(e.x);
   g.ny = static_cast<idx_t>(e.y);
   g.slice = g.nx * g.ny;
@@ -812,14 +808,14 @@ std::size_t yx_walk_bytes(int op, idx_t ry) {
                        static_cast<std::size_t>(yw_shape<T, V2>::VB);
 }
 
-/// Whether the yx walk serves a window: x radius up to E (and 4), and for min/max slots that fit
-/// the default 48 KiB.
-template <class T>
-bool yx_walk_serves(int op, const radii& r, bool v2) {
-  if (v2) {
-    return r.x <= std::min(yw_shape<T, true>::E, 4) && yx_walk_bytes<T, true>(op, r.y) <= (48u << 10);
-  }
-  return r.x <= yw_shape<T>::E && yx_walk_bytes<T>(op, r.y) <= (48u << 10);
+/// Whether the yx walk (form V2) serves a window: x radius up to E and 4, for min/max slots that
+/// fit the default 48 KiB; not the mean of floating voxels, whose walk keeps double sums and was
+/// slower than the tile kernel on an H100 (float32, 512x512x300: 1.13-1.41x per slice,
+/// 1.07-1.20x in 3D, sizes 5-9).
+template <class T, bool V2>
+bool yx_walk_serves(int op, const radii& r) {
+  if (op == 0 && std::is_floating_point_v<T>) return false;
+  return r.x <= std::min(yw_shape<T, V2>::E, 4) && yx_walk_bytes<T, V2>(op, r.y) <= (48u << 10);
 }
 
 /// The y and x passes of the box mean (OP 0: y, then x, each requantised, as scipy), min (1) or
@@ -1158,12 +1154,10 @@ bool run_box_fused(stream_set& streams, const char* op, const volume<T>& in, vol
   // radius 2, where they fit the walk's shared memory), then the tile kernel for y and x. Other
   // 3D min/max windows take z in the tile kernel's ring, which needs no intermediate volume.
   constexpr int opi = mean ? 0 : P == pass_op::min ? 1 : 2;
-  // The y and x passes as one walk (box_yx_walk), where it serves the x radius; not for the mean
-  // of floating voxels, whose walk keeps double sums and was slower than the tile kernel on an
-  // H100 (float32, 512x512x300: 1.13-1.41x per slice, 1.07-1.20x in 3D, sizes 5-9).
+  // The y and x passes as one walk (box_yx_walk), where it serves the window.
   const bool v2 = box_yx_walk_v2.load(std::memory_order_relaxed);
-  const bool yxw = box_yx_walk.load(std::memory_order_relaxed) && yx_walk_serves<T>(opi, r, v2) &&
-                   !(mean && std::is_floating_point_v<T>);
+  const bool yxw = box_yx_walk.load(std::memory_order_relaxed) &&
+                   (v2 ? yx_walk_serves<T, true>(opi, r) : yx_walk_serves<T, false>(opi, r));
   bool zwalk = d3 && (mean || (minmax_z_walk.load(std::memory_order_relaxed) &&
                                (r.z >= 2 || yxw) && minmax_walk_fits<T>(r.z)));
   const bool tile = !zwalk || r.x > 0 || r.y > 0;  // the fused tile kernel
