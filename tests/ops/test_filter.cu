@@ -525,8 +525,8 @@ TYPED_TEST(FilterTyped, BoxTileKernelWithAsynchronousStaging) {
 // The y and x passes of the box mean, min and max as one walk along y (switch box_yx_walk, the
 // default: x radius up to 4, 2 for 8-byte voxels, not the mean of floating voxels, which keeps
 // the tile kernel; with it the z walks' loads 4 slices ahead and the 3D mean's unsigned sums for
-// uint8 and uint16, box_z_walk_deep), the walk's second form (box_yx_walk_v2: 8 uint8 voxels a
-// lane, interior chunks without the border rule) and the tile kernel (the switches off): against
+// uint8 and uint16, box_z_walk_deep), the walk's second form (box_yx_walk_v2: interior chunks
+// without the border rule) and the tile kernel (the switches off): against
 // the reference, 2D and 3D (after the z walk, which under the walk also takes the min/max of z
 // radius 1), every border mode, x radius 0 to 4 and y radius 0 to 16 (min/max slots past 48 KiB
 // fall back to the tile kernel), rows of 1 to 517 voxels (a warp's 240, 120 or 60 columns, one
@@ -660,6 +660,56 @@ TYPED_TEST(FilterTyped, GaussianInOneKernelMatchesReferenceAndTheTwoKernelPath) 
         std::size_t differ = 0;
         for (std::size_t k = 0; k < ha.size(); ++k) differ += ha[k] != hb[k];
         EXPECT_EQ(differ, 0u) << "voxels that differ between the one-kernel and two-kernel paths";
+      }
+    }
+  }
+}
+
+// The z pass of the two-kernel Gaussian as a transposed-form FIR (gauss_z_fir, the default) and
+// as the register ring (CUDA; the host backend has one path): against the reference and voxel for
+// voxel against each other, every voxel type and border mode, z radius buckets 4 to 16 with radii
+// equal to their bucket (sigma 1, 2, 3, 4) and not (sigma 0.6, 2.6, 3.7), chunks that end inside
+// the volume and at both of its ends, a single slice, and a set of one stream.
+TYPED_TEST(FilterTyped, GaussianZFirMatchesReferenceAndTheRing) {
+  using T = TypeParam;
+  using F = vox::filter_real_t<T>;
+  using vox::detail::filt::gauss_z_fir;
+  using vox::detail::filt::scoped_path;
+  const stream_config one{1, vox::slice_mapping::contiguous, false};
+  for (border m : all_modes) {
+    const scoped_path fir(gauss_z_fir, true);
+    check_gaussian<T>(extent3{37, 21, 150}, {1.0, 1.0, 4.0}, opts(m, 3, 0.5), three, 71);
+    check_gaussian<T>(extent3{37, 21, 61}, {0.6, 1.0, 2.6}, opts(m, 3, -1.5), three, 72);
+  }
+  {
+    const scoped_path fir(gauss_z_fir, true);
+    check_gaussian<T>(extent3{19, 9, 1}, {1.0, 1.0, 3.7}, opts(border::reflect, 3), three, 73);
+    check_gaussian<T>(extent3{40, 33, 90}, {2.0, 1.0, 3.0}, opts(border::nearest, 3), one, 74);
+  }
+  const extent3 e{45, 23, 140};
+  for (const stream_config& c : {three, one}) {
+    for (border m : all_modes) {
+      for (const vox::sigma3 sg : {vox::sigma3{1.0, 1.0, 4.0}, vox::sigma3{1.0, 0.8, 3.7},
+                                   vox::sigma3{2.0}, vox::sigma3{1.0, 1.0, 0.6},
+                                   vox::sigma3{1.0, 1.0, 3.0}}) {
+        SCOPED_TRACE(describe(opts(m, 3, 2.5)) + ", " + describe(c) + ", sigma " +
+                     std::to_string(sg.x) + ", " + std::to_string(sg.y) + ", " +
+                     std::to_string(sg.z));
+        vox::stream_set set = make_set(c);
+        const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, 75));
+        vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
+        {
+          const scoped_path ring(gauss_z_fir, false);
+          vox::gaussian(set, in, a, sg, opts(m, 3, 2.5));
+        }
+        {
+          const scoped_path fir(gauss_z_fir, true);
+          vox::gaussian(set, in, b, sg, opts(m, 3, 2.5));
+        }
+        const auto ha = fetch(set, a), hb = fetch(set, b);
+        std::size_t differ = 0;
+        for (std::size_t k = 0; k < ha.size(); ++k) differ += ha[k] != hb[k];
+        EXPECT_EQ(differ, 0u) << "voxels that differ between the FIR and the ring z pass";
       }
     }
   }

@@ -754,13 +754,14 @@ void launch_z_minmax_walk(const walk_geom& g, bool vec, stream_view s, const T* 
 // ---- the y and x passes as one walk (box_yx_walk) ---------------------------------------------
 
 /// A lane of the yx walk: E adjacent voxels of a row (4 bytes of 8-bit voxels, 8 of 16-bit, 16 of
-/// 32- and 64-bit; under box_yx_walk_v2 (V2) 8 bytes of 8-bit voxels), so that an x window of
+/// 32- and 64-bit, in both forms: 8 voxels of 8 bits a lane made the second form 1.16-1.44x
+/// slower for uint8 on an H100, 2026-12-06, revision 8f4ddef), so that an x window of
 /// radius up to E finds its halo in the two neighbouring lanes. Lanes 0 and 31 of a warp are that
 /// halo: the warp writes the 30 E columns of lanes 1 to 30, and the warps of a row overlap by
 /// 2 E columns.
 template <class T, bool V2 = false>
 struct yw_shape {
-  static constexpr int E = V2 && sizeof(T) == 1 ? 8 : sizeof(T) <= 4 ? 4 : 2;
+  static constexpr int E = sizeof(T) <= 4 ? 4 : 2;
   static constexpr int VB = E * static_cast<int>(sizeof(T));
   static constexpr int NW = VB / 4;
   static constexpr int OUT = 30 * E;  ///< output columns of a warp
@@ -828,9 +829,9 @@ bool yx_walk_serves(int op, const radii& r) {
 /// voxel, whatever the window. Columns outside the slice take their border's values (cval in
 /// constant mode, whose y results are cval, as the tile kernel's). U (the mean of uint8 and
 /// uint16 voxels): unsigned sums and the quotients of yx_geom::mdy and mdx, which need no clamp
-/// (a mean of voxels and of an exact cval stays in the voxel range). V2 (box_yx_walk_v2): 8 voxels
-/// a lane for 8-bit voxels, and for chunks whose rows and halo lie inside the slice, rows
-/// addressed without the border rule and by 32-bit in-slice offsets.
+/// (a mean of voxels and of an exact cval stays in the voxel range). V2 (box_yx_walk_v2): for chunks
+/// whose rows and halo lie inside the slice, rows addressed without the border rule and by 32-bit
+/// in-slice offsets.
 template <class T, int OP, int RX, bool U = false, bool V2 = false>
 __global__ void __launch_bounds__(wk_threads, 4)
     box_yx_walk_kernel(const T* __restrict__ in, T* __restrict__ out, yx_geom g, border mode,

@@ -60,6 +60,12 @@ inline std::atomic<bool> gauss_wide{false};
 /// pass).
 inline std::atomic<bool> gauss_lines{false};
 
+/// The Gaussian's z pass (the two-kernel path, every radius bucket up to 16): a transposed-form
+/// FIR per column, one load, 2 r + 1 multiply-adds and one store per step (true, the default),
+/// or a register ring of the 2 R + 1 inputs stepped in unrolled rounds of 2 R + 1 (false). Both
+/// give the same voxels.
+inline std::atomic<bool> gauss_z_fir{true};
+
 /// The fused box tile kernel (box, min and max of x and y radius up to 16; the y and x passes
 /// after a z walk) on 4- and 8-byte voxels: the next slice's haloed tile staged by asynchronous
 /// copies into a second shared buffer (true, the default), or by loads into registers (false).
@@ -82,12 +88,13 @@ inline std::atomic<bool> box_async{true};
 /// in 3D and 0.99-1.54x per slice; for the float32 mean 0.71-0.93x (the walk sums in double).
 inline std::atomic<bool> box_yx_walk{true};
 
-/// Under box_yx_walk: the walk's second form (true), with 8 voxels a lane for 8-bit voxels (4 in
-/// the first: the per-row work of a lane over twice the voxels) and, in chunks whose rows and
-/// halo lie inside the slice, rows addressed without the border rule and by 32-bit offsets; or
-/// the first form (false, the default until a GPU has measured the second: on an H100 the
-/// uint8 yx walk of the first form took 309.7 us for a size-9 mean of 512x512x300 at 13.9% of
-/// the DRAM bandwidth, about 44 instructions per voxel). Both give the same voxels.
+/// Under box_yx_walk: the walk's second form (true), in which chunks whose rows and halo lie
+/// inside the slice address their rows without the border rule and by 32-bit offsets; or the
+/// first form (false, the default until a GPU has measured the second as it is now). Both give the
+/// same voxels. On an H100 (2026-12-06, revision 8f4ddef, 512x512x300, 8 streams, sizes 5-9) the
+/// second form with 8 voxels a lane for uint8 took 1.16-1.44x the first's time for uint8, but
+/// 0.885-0.929x for uint16 min and max (1.005-1.012x for the uint16 mean) and 0.97-1.00x for
+/// float32 min and max; 8-bit voxels now keep 4 a lane in both forms.
 inline std::atomic<bool> box_yx_walk_v2{false};
 
 /// The z walks of the 3D box mean, min and max (box_z_walk_kernel, box_z_minmax_walk_kernel):
