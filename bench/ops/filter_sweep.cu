@@ -285,8 +285,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    by loads into registers (register_tile; default: by asynchronous copies);
     //  - box, min and max: the y and x passes by the tile kernel (tile_kernel; default: one
     //    walk along y, where it serves the x radius; the others time the default twice);
-    //  - box, min and max: the walk's second form (yx_v2: interior chunks without the border
-    //    rule; default: the first form);
+    //  - box, min and max: the walk's first form (yx_v1; default: the second, whose interior
+    //    chunks skip the border rule, for min, max and the mean of 8-bit voxels);
     //  - 3D box, min and max of size 5 and more: the z walks with one slice in flight and int
     //    sums (z_shallow; default: 4 slices, and for uint8/uint16 means unsigned sums);
     //  - 3D box, min and max: both of the above, the paths before the walks (old_walks);
@@ -298,9 +298,12 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (fused; default: the xy
     //    kernel, then the z kernel);
     //  - the Gaussian's xy pass of 8- and 16-bit voxels at any radius up to 16: the
-    //    register-prefetch kernel (xy_prefetch; default: the table-addressed kernel);
+    //    register-prefetch kernel (xy_prefetch, with the tile kernels; default: the walk, or the
+    //    table-addressed kernel);
     //  - the 3D Gaussian's z pass: the register ring (z_ring; default: the transposed-form
     //    FIR);
+    //  - the Gaussian's xy pass of radius up to 16: the tile kernels (xy_tiles; default: a walk
+    //    along y with the y pass by a FIR);
     //  - the Gaussian of an x or y radius of 17 to 32 or a z radius over 16: the fused xy kernel
     //    then the z kernel or the 1D pass along z (wide; default: three 1D passes).
     struct alt_path {
@@ -326,7 +329,7 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     if (c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation)
       alts.push_back({&filt::box_yx_walk, false, "tile_kernel"});
     if (c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation)
-      alts.push_back({&filt::box_yx_walk_v2, true, "yx_v2"});
+      alts.push_back({&filt::box_yx_walk_v2, false, "yx_v1"});
     if ((c.op == op_kind::uniform || c.op == op_kind::erosion || c.op == op_kind::dilation) &&
         c.dims == 3 && c.size >= 5)
       alts.push_back({&filt::box_z_walk_deep, false, "z_shallow"});
@@ -342,12 +345,15 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     if (gauss && c.dims == 3 && rxy <= 8 && radius(c.sigma.z) <= 8)
       alts.push_back({&filt::gauss_fused, true, "fused"});
     if (gauss && sizeof(T) <= 2 && rxy <= 8)
-      alts.push_back({&filt::gauss_xy_tables_small, false, "xy_prefetch"});
+      alts.push_back({&filt::gauss_xy_tables_small, false, "xy_prefetch", &filt::gauss_xy_walk,
+                      false});
     if (gauss && !std::is_same_v<T, float> && rxy > 8 && rxy <= 16)
-      alts.push_back({&filt::gauss_xy_tables, false, "xy_prefetch"});
+      alts.push_back({&filt::gauss_xy_tables, false, "xy_prefetch", &filt::gauss_xy_walk, false});
     const long rz = gauss && c.dims == 3 ? static_cast<long>(radius(c.sigma.z)) : 0;
     if (gauss && c.dims == 3 && rz <= 16)
       alts.push_back({&filt::gauss_z_fir, false, "z_ring"});
+    if (gauss && rxy <= 16)
+      alts.push_back({&filt::gauss_xy_walk, false, "xy_tiles"});
     if (gauss && rxy <= 32 && (rxy > 16 || rz > 16))
       alts.push_back({&filt::gauss_wide, true, "wide"});
     for (const alt_path& alt : alts) {

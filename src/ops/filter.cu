@@ -599,16 +599,166 @@ __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 4 : 2
   }
 }
 
+// The xy pass as a walk along y (gauss_xy_walk): a block owns a strip of gw_sx output columns
+// of one slice (a thread a column) and a chunk of its rows, and walks down the chunk's input rows
+// [y0 - R, y1 + R) in batches of gw_b. Each batch's haloed rows go to shared memory (loaded into
+// registers a batch ahead, converted to the filter type), the x pass fills a shared batch of x
+// results (8 outputs a task, as the tile kernels), and each thread feeds its column's x results
+// to a transposed-form FIR in registers, as the z pass does. The x pass runs once per row of the
+// chunk and its 2 R halo rows: the tile kernels filter the 2 R halo rows of every tile in x again
+// (twice the x work at radius 16 with 32-row tiles), and read each y tap from shared memory. Both
+// take the taps in the same order, so they give the same voxels.
+inline constexpr int gw_sx = 128;  ///< output columns of a strip, one per thread
+inline constexpr int gw_b = 8;     ///< input rows per batch
+
+struct gw_geom {
+  idx_t nx, ny, slice;
+  idx_t z0, slices;  ///< the slab's first slice and its depth
+  idx_t strips;      ///< strips of gw_sx columns
+  idx_t chunk, chunks;  ///< rows per chunk, chunks per slice
+};
+
+/// The walk's geometry for slab w: chunks of rows enough for about 2048 blocks, each at least
+/// 8 R rows deep (every chunk filters 2 R halo rows again).
+inline gw_geom make_gw(const extent3& e, const slab& w, int R) {
+  gw_geom g{};
+  g.nx = static_cast<idx_t>(e.x);
+  g.ny = static_cast<idx_t>(e.y);
+  g.slice = g.nx * g.ny;
+  g.z0 = static_cast<idx_t>(w.z0);
+  g.slices = static_cast<idx_t>(w.z1 - w.z0);
+  g.strips = (g.nx + gw_sx - 1) / gw_sx;
+  const idx_t blocks = g.strips * std::max<idx_t>(1, g.slices);
+  const idx_t most = std::max<idx_t>(1, g.ny / (8 * static_cast<idx_t>(R)));
+  g.chunks = std::clamp<idx_t>((2048 + blocks - 1) / blocks, 1, most);
+  g.chunk = (g.ny + g.chunks - 1) / g.chunks;
+  g.chunks = (g.ny + g.chunk - 1) / g.chunk;
+  return g;
+}
+
+template <class T, class F, int R, bool EXACT>
+__global__ void __launch_bounds__(gw_sx, sizeof(F) == 4 ? (R <= 8 ? 6 : 5) : 3)
+    gauss_xy_walk_kernel(const T* __restrict__ in, F* __restrict__ out, gw_geom g, border mode,
+                         F cval, gauss_taps<F, R> wx, gauss_taps<F, R> wy) {
+  constexpr int NT = gw_sx, B = gw_b, HX = gw_sx + 2 * R, W = 2 * R + 1;
+  constexpr int NWARP = NT / 32, RPW = B / NWARP, CPL = (HX + 31) / 32;
+  static_assert(NT == B * (gw_sx / 8) && B % NWARP == 0);
+  __shared__ F s[2][B][HX + 1];  // odd row pitches: a row per lane is conflict-free
+  __shared__ F xs[B][gw_sx + 1];
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, wp = t / 32;
+  for (idx_t zz = blockIdx.z; zz < g.slices; zz += gridDim.z) {
+    for (idx_t ch = blockIdx.y; ch < g.chunks; ch += gridDim.y) {
+      for (idx_t sx = blockIdx.x; sx < g.strips; sx += gridDim.x) {
+        const idx_t z = g.z0 + zz, x0 = sx * NT;
+        const idx_t y0 = ch * g.chunk, y1 = y0 + g.chunk < g.ny ? y0 + g.chunk : g.ny;
+        const int n = static_cast<int>(y1 - y0) + 2 * R;  // input rows
+        const int nb = (n + B - 1) / B;
+        // Lane l loads columns l, l + 32, ... of its warp's rows: their mapped columns (-1:
+        // outside the slice in constant mode).
+        int cxs[CPL];
+#pragma unroll
+        for (int j = 0; j < CPL; ++j) {
+          const int c = lane + 32 * j;
+          cxs[j] = c < HX ? static_cast<int>(map_fast(x0 + c - R, g.nx, mode)) : -1;
+        }
+        const T* plane = in + z * g.slice;
+        F v[RPW][CPL];
+        // Input rows of batch bi (row i is slice row y0 - R + i) into v: warp w takes rows w,
+        // w + NWARP, ... of the batch.
+        auto fetch = [&](int bi) {
+#pragma unroll
+          for (int q = 0; q < RPW; ++q) {
+            const int i = bi * B + wp + NWARP * q;
+            const idx_t my = i < n ? map_fast(y0 - R + i, g.ny, mode) : idx_t{-1};
+            const T* p = plane + (my < 0 ? 0 : my) * g.nx;
+#pragma unroll
+            for (int j = 0; j < CPL; ++j)
+              v[q][j] = (my < 0 || cxs[j] < 0) ? cval : static_cast<F>(p[cxs[j]]);
+          }
+        };
+        auto stash = [&](int b) {
+#pragma unroll
+          for (int q = 0; q < RPW; ++q) {
+#pragma unroll
+            for (int j = 0; j < CPL; ++j) {
+              const int c = lane + 32 * j;
+              if (HX % 32 == 0 || c < HX) s[b][wp + NWARP * q][c] = v[q][j];
+            }
+          }
+        };
+        F st[W];
+#pragma unroll
+        for (int k = 0; k < W; ++k) st[k] = F(0);
+        // One input of the column's FIR: st[0] is then the output of the window it completes.
+        auto step = [&](F x) {
+#pragma unroll
+          for (int k = 0; k < W - 1; ++k) {
+            F a = st[k + 1];
+            if (tap_on<R, EXACT>(W - 1 - k, wy.r)) a += wy.w[W - 1 - k] * x;
+            st[k] = a;
+          }
+          F a = F(0);
+          if (tap_on<R, EXACT>(0, wy.r)) a += wy.w[0] * x;
+          st[W - 1] = a;
+        };
+        const bool col_in = x0 + t < g.nx;
+        F* op = out + z * g.slice + y0 * g.nx + x0 + t;
+        fetch(0);
+        stash(0);
+        __syncthreads();
+        for (int bi = 0; bi < nb; ++bi) {
+          const int b = bi & 1;
+          if (bi + 1 < nb) fetch(bi + 1);  // in flight while this batch is filtered
+          {
+            const int r = t % B, c0 = (t / B) * 8;
+            F acc[8];
+            correlate_n<8, F, R, EXACT>(
+                wx, [&](int k) { return s[b][r][c0 + k]; }, acc);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) xs[r][c0 + j] = acc[j];
+          }
+          __syncthreads();
+#pragma unroll
+          for (int r = 0; r < B; ++r) {
+            const int i = bi * B + r;
+            if (i < n) {
+              step(xs[r][t]);
+              if (i >= 2 * R) {
+                if (col_in) *op = st[0];
+                op += g.nx;
+              }
+            }
+          }
+          if (bi + 1 < nb) stash(b ^ 1);
+          __syncthreads();
+        }
+      }
+    }
+  }
+}
+
 /// Enqueues the fused xy pass of slab `w` of a volume of extent `e` on `s`: src -> dst.
 template <class T, class F, int R, bool EXACT>
 void enqueue_gauss_xy(stream_view s, const slab& w, const extent3& e, const T* src, F* dst,
                       const filter_options& o, const gauss_taps<F, R>& wx,
                       const gauss_taps<F, R>& wy, int dev, const char* op) {
   const F cval = static_cast<F>(o.cval);
+  detail::count_launch();
+  if constexpr (R <= 16) {
+    if (gauss_xy_walk.load(std::memory_order_relaxed)) {
+      const gw_geom gw = make_gw(e, w, R);
+      const dim3 wgrid(static_cast<unsigned>(std::min<idx_t>(gw.strips, 0x7fffffff)),
+                       static_cast<unsigned>(std::min<idx_t>(gw.chunks, 65535)),
+                       static_cast<unsigned>(std::min<idx_t>(std::max<idx_t>(gw.slices, 1), 65535)));
+      gauss_xy_walk_kernel<T, F, R, EXACT>
+          <<<wgrid, gw_sx, 0, s.value()>>>(src, dst, gw, o.mode, cval, wx, wy);
+      detail::check_launch(op);
+      return;
+    }
+  }
   const march_geom g = make_march(e, w, gx_tile, gauss_tile_y<F>());
   const dim3u gr = march_grid(g);
   const dim3 grid(gr.x, gr.y, gr.z);
-  detail::count_launch();
   // if constexpr: each kernel is instantiated only where it serves.
   bool tables = gauss_xy_async_serves<T, F, R>();
   if constexpr (gauss_xy_async_serves<T, F, R>() && gauss_xy_prefetch_serves<T, F, R>())

@@ -715,6 +715,53 @@ TYPED_TEST(FilterTyped, GaussianZFirMatchesReferenceAndTheRing) {
   }
 }
 
+// The xy pass as a walk along y (gauss_xy_walk; CUDA, the host backend has one path): against
+// the reference and voxel for voxel against the tile kernels, every voxel type and border mode,
+// radius buckets 4 to 16 with radii equal to their bucket and not, 2D and 3D, strips cut at the
+// slice's edge, several chunks of rows, single rows and a single slice.
+TYPED_TEST(FilterTyped, GaussianXyWalkMatchesReferenceAndTheTileKernels) {
+  using T = TypeParam;
+  using F = vox::filter_real_t<T>;
+  using vox::detail::filt::gauss_xy_walk;
+  using vox::detail::filt::scoped_path;
+  {
+    const scoped_path walk(gauss_xy_walk, true);
+    for (border m : all_modes) {
+      for (int dims : {2, 3}) {
+        check_gaussian<T>(extent3{300, 150, 4}, {1.0, 2.0, 1.0}, opts(m, dims, 0.5), three, 81);
+        check_gaussian<T>(extent3{83, 45, 7}, {4.0, 3.0, 1.0}, opts(m, dims, -2.0), three, 82);
+      }
+    }
+    check_gaussian<T>(extent3{131, 1, 3}, {1.3, 0.7, 1.0}, opts(border::reflect, 3), three, 83);
+    check_gaussian<T>(extent3{140, 260, 1}, {2.6, 3.7, 1.0}, opts(border::nearest, 2), three, 84);
+  }
+  for (int dims : {2, 3}) {
+    for (border m : all_modes) {
+      for (const vox::sigma3 sg : {vox::sigma3{1.0}, vox::sigma3{2.0}, vox::sigma3{4.0, 4.0, 1.0},
+                                   vox::sigma3{1.7, 0.9, 2.0}, vox::sigma3{3.0, 2.6, 1.0}}) {
+        SCOPED_TRACE(describe(opts(m, dims, 1.5)) + ", sigma " + std::to_string(sg.x) + ", " +
+                     std::to_string(sg.y) + ", " + std::to_string(sg.z));
+        const extent3 e{261, 140, 6};
+        vox::stream_set set = make_set(three);
+        const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, 85));
+        vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
+        {
+          const scoped_path tiles(gauss_xy_walk, false);
+          vox::gaussian(set, in, a, sg, opts(m, dims, 1.5));
+        }
+        {
+          const scoped_path walk(gauss_xy_walk, true);
+          vox::gaussian(set, in, b, sg, opts(m, dims, 1.5));
+        }
+        const auto ha = fetch(set, a), hb = fetch(set, b);
+        std::size_t differ = 0;
+        for (std::size_t k = 0; k < ha.size(); ++k) differ += ha[k] != hb[k];
+        EXPECT_EQ(differ, 0u) << "voxels that differ between the walk and the tile kernels";
+      }
+    }
+  }
+}
+
 // The xy pass of voxels other than float by the table-addressed kernel and by the
 // register-prefetch kernel, against the reference and voxel for voxel against each other (CUDA;
 // the host backend has one path): radius buckets 12 and 16 (sigma over 2 at scipy's truncate;
@@ -726,6 +773,7 @@ TYPED_TEST(FilterTyped, GaussianXyTablesMatchReferenceAndThePrefetchKernel) {
   using vox::detail::filt::gauss_xy_tables;
   using vox::detail::filt::gauss_xy_tables_small;
   using vox::detail::filt::scoped_path;
+  const scoped_path tiles(vox::detail::filt::gauss_xy_walk, false);  // the tile kernels
   const extent3 e{83, 45, 7};
   for (border m : all_modes) {
     for (int dims : {2, 3}) {

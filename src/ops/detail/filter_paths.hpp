@@ -66,6 +66,12 @@ inline std::atomic<bool> gauss_lines{false};
 /// give the same voxels.
 inline std::atomic<bool> gauss_z_fir{true};
 
+/// The Gaussian's xy pass of radius bucket up to 16 (the two-kernel path, and 2D): a walk along
+/// y per strip of 128 columns, the x pass once per row and y by a transposed-form FIR in
+/// registers (true, the default), or the tile kernels, which filter each tile's 2 R halo rows in
+/// x again and read the y taps from shared memory (false). Both give the same voxels.
+inline std::atomic<bool> gauss_xy_walk{true};
+
 /// The fused box tile kernel (box, min and max of x and y radius up to 16; the y and x passes
 /// after a z walk) on 4- and 8-byte voxels: the next slice's haloed tile staged by asynchronous
 /// copies into a second shared buffer (true, the default), or by loads into registers (false).
@@ -88,14 +94,16 @@ inline std::atomic<bool> box_async{true};
 /// in 3D and 0.99-1.54x per slice; for the float32 mean 0.71-0.93x (the walk sums in double).
 inline std::atomic<bool> box_yx_walk{true};
 
-/// Under box_yx_walk: the walk's second form (true), in which chunks whose rows and halo lie
-/// inside the slice address their rows without the border rule and by 32-bit offsets; or the
-/// first form (false, the default until a GPU has measured the second as it is now). Both give the
-/// same voxels. On an H100 (2026-12-06, revision 8f4ddef, 512x512x300, 8 streams, sizes 5-9) the
-/// second form with 8 voxels a lane for uint8 took 1.16-1.44x the first's time for uint8, but
-/// 0.885-0.929x for uint16 min and max (1.005-1.012x for the uint16 mean) and 0.97-1.00x for
-/// float32 min and max; 8-bit voxels now keep 4 a lane in both forms.
-inline std::atomic<bool> box_yx_walk_v2{false};
+/// Under box_yx_walk: the walk's second form (true, the default), in which chunks whose rows
+/// and halo lie inside the slice address their rows without the border rule and by 32-bit
+/// offsets, for min and max and for the mean of 8-bit voxels; or the first form everywhere
+/// (false). Both give the same voxels. On an H100 (2026-12-06, revision b33dc6a, 512x512x300,
+/// 8 streams, sizes 5-9) the second form took 0.935-0.998x the first's time for uint8 (mean,
+/// min and max, 3D and per slice), 0.885-0.929x for uint16 min and max and 0.970-1.007x for
+/// float32's, but 1.003-1.012x for the uint16 mean, which keeps the first. An earlier second form
+/// with 8 uint8 voxels a lane (revision 8f4ddef) took 1.16-1.44x the first's time for uint8:
+/// lanes keep 4.
+inline std::atomic<bool> box_yx_walk_v2{true};
 
 /// The z walks of the 3D box mean, min and max (box_z_walk_kernel, box_z_minmax_walk_kernel):
 /// each lane with the loads of 4 slices in flight, and the mean of uint8 and uint16 voxels in
