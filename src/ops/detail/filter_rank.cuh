@@ -10,11 +10,9 @@
 // removed and the entering plane's added: 2 sx sy updates per output, whatever the window's
 // depth. Updates are shared-memory atomic adds whose result is unused: a plain load-add-store
 // would chain every update to the previous one's latency (the compiler cannot tell that two
-// bins differ). A window row's bins are read as the words that hold them. The rank's bin is
-// found by up to 16 + 16 steps: 16 coarse bins, each summed from its 4 (8) words of packed
-// counters lane by lane (one atomic per update instead of two, as with kept coarse counters),
-// their words loaded 4 coarse bins at a time; then the coarse bin's 16 fine ones, from those
-// words in registers.
+// bins differ). The rank's bin is found by up to 16 + 16 steps: 16 coarse bins, each summed
+// from its 4 (8) words of packed counters lane by lane (one atomic per update instead of two,
+// as with kept coarse counters), then the coarse bin's 16 fine ones.
 //
 // Bins: for 8-bit voxels, and integer voxels whose range over the block's region (tile, halo and
 // chunk) spans under 256 values, a bin is one value and the bin is the answer. Otherwise bins
@@ -45,8 +43,6 @@ inline constexpr int rk_bins = 256;   ///< histogram bins per thread
 inline constexpr int rk_coarse = 16;  ///< coarse bins (16 bins each), summed from the fine ones
 inline constexpr int rk_max_r = 7;    ///< window of up to 15 voxels along each axis
 inline constexpr int rk_cap = 16;     ///< members of the rank's bin kept for the selection
-inline constexpr int rk_group = 4;    ///< coarse bins whose words are loaded together in the scan
-inline constexpr int rk_rows = 4;     ///< window rows whose bins are compared together
 
 /// Threads per block: 128 with 8-bit counters (windows of up to 255 voxels), 64 with 16-bit
 /// ones (twice the words).
@@ -216,27 +212,15 @@ __global__ void __launch_bounds__(rk_threads<C>)
         }
       }
     };
-    // Adds (+1) or removes (-1) this thread's window columns of the plane in `slot`. A window
-    // row's bins are read as the words that hold them (rk_row_words: 2 for 5 voxels), all of a
-    // row's loads before its updates, and rmask picks the window's bytes.
+    // Adds (+1) or removes (-1) this thread's window columns of the plane in `slot`.
     auto count_plane = [&](int slot, int delta) {
+      const unsigned char* bp = bk + slot * pp + ty * hp + tx;
       const unsigned one = delta > 0 ? 1u : ~0u;  // +1 or -1 in every counter's lowest bit
       for (int dy = 0; dy <= 2 * b.ry; ++dy) {
-        const unsigned* wp = bkw + (slot * pp + (ty + dy) * hp) / 4 + tx / 4;
-        unsigned wd[rk_max_row_words];
-#pragma unroll
-        for (int j = 0; j < rk_max_row_words; ++j) wd[j] = j < nrw ? wp[j] : 0u;
-#pragma unroll
-        for (int j = 0; j < rk_max_row_words; ++j) {
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            if (j < nrw && ((rmask[j] >> (8 * q)) & 0xffu) != 0u) {
-              const int bin = static_cast<int>((wd[j] >> (8 * q)) & 0xffu);
-              // A removed voxel was counted before: its counter is >= 1, so no borrow leaves
-              // it.
-              atomicAdd(&hist[(bin / BPW) * NT + t], one << ((bin % BPW) * BITS));
-            }
-          }
+        for (int dx = 0; dx <= 2 * b.rx; ++dx) {
+          const int bin = bp[dy * hp + dx];
+          // A removed voxel was counted before: its counter is >= 1, so no borrow leaves it.
+          atomicAdd(&hist[(bin / BPW) * NT + t], one << ((bin % BPW) * BITS));
         }
       }
     };
@@ -264,61 +248,28 @@ __global__ void __launch_bounds__(rk_threads<C>)
       count_plane(slot, 1);
       slot = slot + 1 == kz ? 0 : slot + 1;
 
-      // The rank's bin: coarse bins, then its 16 fine ones. The coarse bins are read in groups
-      // of rk_group, every word of a group loaded before any is summed (the scan was a chain of
-      // dependent shared loads, one coarse bin a step), and the found coarse bin's words stay
-      // in registers for the fine scan.
+      // The rank's bin: coarse bins, then its 16 fine ones.
       const int need = b.rank;
-      constexpr int W = rk_bins / rk_coarse / BPW;  // words of a coarse bin
-      int below = 0, c = rk_coarse - 1;
-      unsigned cw[W];
+      int below = 0, c = 0;
+      for (; c < rk_coarse - 1; ++c) {
+        // The coarse bin's count: its fine words added lane by lane (no lane overflows: the
+        // counters of a histogram add up to the window, which fits one counter), then the lanes.
+        constexpr int W = rk_bins / rk_coarse / BPW;  // words of a coarse bin
+        const unsigned* hw = hist + c * W * NT + t;
+        unsigned sum = hw[0];
 #pragma unroll
-      for (int k = 0; k < W; ++k) cw[k] = 0u;
-      bool found = false;
-      for (int g0 = 0; g0 < rk_coarse && !found; g0 += rk_group) {
-        unsigned wg[rk_group][W];
-#pragma unroll
-        for (int q = 0; q < rk_group; ++q) {
-#pragma unroll
-          for (int k = 0; k < W; ++k) wg[q][k] = hist[((g0 + q) * W + k) * NT + t];
-        }
-#pragma unroll
-        for (int q = 0; q < rk_group; ++q) {
-          // The coarse bin's count: its fine words added lane by lane (no lane overflows: the
-          // counters of a histogram add up to the window, which fits one counter), then the
-          // lanes.
-          unsigned sum = wg[q][0];
-#pragma unroll
-          for (int k = 1; k < W; ++k) sum += wg[q][k];
-          const int n = sizeof(C) == 1 ? static_cast<int>((sum * 0x01010101u) >> 24)
-                                       : static_cast<int>((sum * 0x00010001u) >> 16);
-          if (!found) {
-            if (below + n > need || g0 + q == rk_coarse - 1) {
-              found = true;
-              c = g0 + q;
-#pragma unroll
-              for (int k = 0; k < W; ++k) cw[k] = wg[q][k];
-            } else {
-              below += n;
-            }
-          }
-        }
+        for (int k = 1; k < W; ++k) sum += hw[k * NT];
+        const int n = sizeof(C) == 1 ? static_cast<int>((sum * 0x01010101u) >> 24)
+                                     : static_cast<int>((sum * 0x00010001u) >> 16);
+        if (below + n > need) break;
+        below += n;
       }
-      int fine = 0;  // the bin within the coarse one
-      bool done = false;
-#pragma unroll
-      for (int l = 0; l < 15; ++l) {
-        const int n = static_cast<int>((cw[l / BPW] >> ((l % BPW) * BITS)) & MASK);
-        if (!done) {
-          if (below + n > need) {
-            done = true;
-          } else {
-            below += n;
-            ++fine;
-          }
-        }
+      int bin = c * 16;
+      for (; bin < c * 16 + 15; ++bin) {
+        const int n = static_cast<int>((hist[(bin / BPW) * NT + t] >> ((bin % BPW) * BITS)) & MASK);
+        if (below + n > need) break;
+        below += n;
       }
-      const int bin = c * 16 + fine;
       T result;
       if (exact) {
         result = static_cast<T>(static_cast<long long>(lo) + bin);
@@ -327,35 +278,19 @@ __global__ void __launch_bounds__(rk_threads<C>)
         // compared a word (4 voxels) at a time; only the matches (a few, usually) are visited.
         const int kk = need - below;
         const unsigned rep = 0x01010101u * static_cast<unsigned>(bin);
-        // RG window rows at a time (rk_rows; 1 in the rare nested scan below): all their words
-        // loaded and compared before the matches are visited (one row at a time made a chain of
-        // dependent loads).
-        auto for_each_in_bin = [&](auto rows_tag, auto&& f) {
-          constexpr int RG = decltype(rows_tag)::value;
+        auto for_each_in_bin = [&](auto&& f) {
           for (int s = 0; s < kz; ++s) {
-            for (int dy0 = 0; dy0 <= 2 * b.ry; dy0 += RG) {
-              unsigned e[RG][rk_max_row_words];
+            for (int dy = 0; dy <= 2 * b.ry; ++dy) {
+              const int row = s * pp + (ty + dy) * hp + tx / 4 * 4;  // a word's first byte
+              const unsigned* wp = bkw + row / 4;
 #pragma unroll
-              for (int q = 0; q < RG; ++q) {
-                const int row = s * pp + (ty + dy0 + q) * hp + tx / 4 * 4;  // a word's first byte
-                const unsigned* wp = bkw + row / 4;
-#pragma unroll
-                for (int j = 0; j < rk_max_row_words; ++j)
-                  e[q][j] = (dy0 + q <= 2 * b.ry && j < nrw)
-                                ? rk_zero_bytes(wp[j] ^ rep) & rmask[j]
-                                : 0u;
-              }
-#pragma unroll
-              for (int q = 0; q < RG; ++q) {
-                const int row = s * pp + (ty + dy0 + q) * hp + tx / 4 * 4;
-#pragma unroll
-                for (int j = 0; j < rk_max_row_words; ++j) {
-                  unsigned ej = e[q][j];
-                  while (ej != 0u) {
-                    const int i = row + 4 * j + (__ffs(static_cast<int>(ej)) - 1) / 8;
-                    ej &= ej - 1u;  // one bit a matching byte
-                    f(i);
-                  }
+              for (int j = 0; j < rk_max_row_words; ++j) {
+                if (j >= nrw) break;
+                unsigned e = rk_zero_bytes(wp[j] ^ rep) & rmask[j];
+                while (e != 0u) {
+                  const int i = row + 4 * j + (__ffs(static_cast<int>(e)) - 1) / 8;
+                  e &= e - 1u;  // one bit a matching byte
+                  f(i);
                 }
               }
             }
@@ -363,9 +298,7 @@ __global__ void __launch_bounds__(rk_threads<C>)
         };
         int m = 0;
         T mn = std::numeric_limits<T>::max(), mxv = std::numeric_limits<T>::lowest();
-        const std::integral_constant<int, rk_rows> grouped{};
-        const std::integral_constant<int, 1> single{};
-        for_each_in_bin(grouped, [&](int i) {
+        for_each_in_bin([&](int i) {
           const T v = raw[i];
           if (m < rk_cap) mem[m * NT + t] = v;
           ++m;
@@ -390,10 +323,10 @@ __global__ void __launch_bounds__(rk_threads<C>)
           // Many voxels in one bin (values bunched against outliers): count ranks over the
           // bin's voxels in the window itself.
           result = mn;
-          for_each_in_bin(grouped, [&](int i) {
+          for_each_in_bin([&](int i) {
             const T v = raw[i];
             int less = 0, eq = 0;
-            for_each_in_bin(single, [&](int i2) {
+            for_each_in_bin([&](int i2) {
               less += raw[i2] < v;
               eq += raw[i2] == v;
             });
