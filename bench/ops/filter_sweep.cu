@@ -304,8 +304,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    FIR);
     //  - the Gaussian's xy pass of radius up to 16: the tile kernels (xy_tiles; default: a walk
     //    along y with the y pass by a FIR);
-    //  - the Gaussian of an x or y radius of 17 to 32 or a z radius over 16: the fused xy kernel
-    //    then the z kernel or the 1D pass along z (wide; default: three 1D passes).
+    //  - the Gaussian of an x or y radius of 17 to 32 or a z radius over 16: three 1D passes
+    //    (1d_passes; default: the xy pass, then the z pass or the 1D pass along z).
     struct alt_path {
       std::atomic<bool>* sw;
       bool value;  // the switch's value for this path
@@ -355,7 +355,7 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     if (gauss && rxy <= 16)
       alts.push_back({&filt::gauss_xy_walk, false, "xy_tiles"});
     if (gauss && rxy <= 32 && (rxy > 16 || rz > 16))
-      alts.push_back({&filt::gauss_wide, true, "wide"});
+      alts.push_back({&filt::gauss_wide, false, "1d_passes"});
     for (const alt_path& alt : alts) {
       const measured a = [&] {
         const filt::scoped_path other(*alt.sw, alt.value);

@@ -498,10 +498,11 @@ __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 3 : 2
 /// and one store per step, whatever R: no ring of inputs and no round of W unrolled steps (the
 /// kernel above holds 2 W values and unrolls W x W multiply-adds per round: at radius 16 128
 /// registers, 24% occupancy and 597 us for a 512x512x300 float32 pass on an H100, under half
-/// the issue rate). The loads of D steps ahead stay in flight in pf. Each output's sum takes its
+/// the issue rate). The loads of D steps ahead stay in flight in pf (4 beyond radius 16, where the
+/// partial sums alone take 2 R + 1 registers). Each output's sum takes its
 /// taps in the same order as the kernel above (tap 0 first, from 0), so both give the same
 /// voxels.
-template <class F, int R, bool EXACT, int D = 8>
+template <class F, int R, bool EXACT, int D = (R > 16 ? 4 : 8)>
 __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 4 : 2)
     gauss_z_fir_kernel(const F* __restrict__ in, F* __restrict__ out, march_geom g, border mode,
                        F cval, gauss_taps<F, R> wz) {
@@ -637,7 +638,7 @@ inline gw_geom make_gw(const extent3& e, const slab& w, int R) {
 }
 
 template <class T, class F, int R, bool EXACT>
-__global__ void __launch_bounds__(gw_sx, sizeof(F) == 4 ? (R <= 8 ? 6 : 5) : 3)
+__global__ void __launch_bounds__(gw_sx, sizeof(F) == 4 ? (R <= 8 ? 6 : R <= 16 ? 5 : 4) : 3)
     gauss_xy_walk_kernel(const T* __restrict__ in, F* __restrict__ out, gw_geom g, border mode,
                          F cval, gauss_taps<F, R> wx, gauss_taps<F, R> wy) {
   constexpr int NT = gw_sx, B = gw_b, HX = gw_sx + 2 * R, W = 2 * R + 1;
@@ -744,7 +745,7 @@ void enqueue_gauss_xy(stream_view s, const slab& w, const extent3& e, const T* s
                       const gauss_taps<F, R>& wy, int dev, const char* op) {
   const F cval = static_cast<F>(o.cval);
   detail::count_launch();
-  if constexpr (R <= 16) {
+  if constexpr (R <= 32) {
     if (gauss_xy_walk.load(std::memory_order_relaxed)) {
       const gw_geom gw = make_gw(e, w, R);
       const dim3 wgrid(static_cast<unsigned>(std::min<idx_t>(gw.strips, 0x7fffffff)),
@@ -806,11 +807,15 @@ void enqueue_gauss_z(stream_view s, const slab& w, const extent3& e, const F* sr
   const dim3u gr = march_grid(g);
   detail::count_launch();
   const dim3 grid(gr.x, gr.y, gr.z), block(st_tx, st_ty, 1);
-  if (gauss_z_fir.load(std::memory_order_relaxed)) {
-    gauss_z_fir_kernel<F, R, EXACT><<<grid, block, 0, s.value()>>>(src, dst, g, o.mode, cval, wz);
-  } else {
-    gauss_z_kernel<F, R, EXACT><<<grid, block, 0, s.value()>>>(src, dst, g, o.mode, cval, wz);
+  // The ring holds at most radius 16: wider radii (under gauss_wide) always take the FIR.
+  if constexpr (R <= 16) {
+    if (!gauss_z_fir.load(std::memory_order_relaxed)) {
+      gauss_z_kernel<F, R, EXACT><<<grid, block, 0, s.value()>>>(src, dst, g, o.mode, cval, wz);
+      detail::check_launch(op);
+      return;
+    }
   }
+  gauss_z_fir_kernel<F, R, EXACT><<<grid, block, 0, s.value()>>>(src, dst, g, o.mode, cval, wz);
   detail::check_launch(op);
 }
 
@@ -828,8 +833,8 @@ void run_gauss_z(stream_set& streams, const char* op, const volume<F>& in, volum
 }
 
 /// Smallest radius bucket holding r (a multiple of 4: 4, 8, then 12 and 16 for float, and with
-/// `wide` 24 and 32 for float: the xy kernel's buckets under gauss_wide), or 0 when the fused
-/// path does not serve it. A radius equal to its bucket (sigma 1, 2, 3, 4, 6, 8 at scipy's
+/// `wide` 24 and 32 for float: the xy pass's buckets under gauss_wide, and the FIR z pass's), or
+/// 0 when the fused path does not serve it. A radius equal to its bucket (sigma 1, 2, 3, 4, 6, 8 at scipy's
 /// truncate 4) runs the EXACT kernels, whose taps need no test against the radius; on the H200
 /// the tests made the bucket-16 passes (sigma 4, radius 16) issue-bound at 3x the FMAs.
 template <class F>
@@ -844,8 +849,7 @@ int gauss_bucket(idx_t r, bool wide = false) {
 }
 
 /// Calls go(integral_constant<bucket>, integral_constant<exact>) for a bucket of gauss_bucket of
-/// at most MAXR (16: the z kernel, whose register window does not take more; 32: the xy
-/// kernels).
+/// at most MAXR (16 or 32; the z pass's ring kernel takes 16 at most, its FIR kernel 32).
 template <class F, int MAXR = 16, class Go>
 void gauss_by_bucket(int bucket, bool exact, Go&& go) {
   auto with = [&](auto rt) {
@@ -888,7 +892,7 @@ template <class F>
 void gauss_z_dispatch(int bucket, stream_set& streams, const char* op, const volume<F>& in,
                       volume<F>& out, const filter_options& o, double sz, idx_t rz,
                       const std::vector<slab>& plan) {
-  gauss_by_bucket<F>(bucket, rz == bucket, [&](auto rt, auto et) {
+  gauss_by_bucket<F, 32>(bucket, rz == bucket, [&](auto rt, auto et) {
     run_gauss_z<F, decltype(rt)::value, decltype(et)::value>(streams, op, in, out, o, sz, rz,
                                                             plan);
   });
@@ -917,7 +921,7 @@ void gauss_one_slab(int bxy, int bz, stream_set& streams, const char* op, const 
                                                      make_taps<F, R>(sg[0], r[0]),
                                                      make_taps<F, R>(sg[1], r[1]), dev, op);
     });
-    gauss_by_bucket<F>(bz, r[2] == bz, [&](auto rt, auto et) {
+    gauss_by_bucket<F, 32>(bz, r[2] == bz, [&](auto rt, auto et) {
       constexpr int R = decltype(rt)::value;
       enqueue_gauss_z<F, R, decltype(et)::value>(s, w, e, t, dst, o,
                                                  make_taps<F, R>(sg[2], r[2]), r[2], op);
@@ -980,9 +984,11 @@ void gaussian_impl(stream_set& streams, const volume<T>& in, volume<filter_real_
     return;
   const bool wide = gauss_wide.load(std::memory_order_relaxed);
   const int bxy = gauss_bucket<F>(std::max(r[0], r[1]), wide);
-  const int bz = o.dims == 3 ? gauss_bucket<F>(r[2]) : 4;
-  // Under gauss_wide, a z radius over the z kernel's 16 takes the 1D pass after the fused xy
-  // pass: two passes, not three.
+  // z radii of 17 to 32 under gauss_wide take the FIR z pass (the ring holds 16 at most).
+  const int bz =
+      o.dims == 3 ? gauss_bucket<F>(r[2], wide && gauss_z_fir.load(std::memory_order_relaxed)) : 4;
+  // Under gauss_wide, a z radius over 32 (or over the ring's 16 without the FIR) takes the 1D
+  // pass after the fused xy pass: two passes, not three.
   const bool z_by_pass = o.dims == 3 && bz == 0 && wide && bxy != 0;
   // The fused kernels keep in-slice offsets in 32 bits.
   const bool fits = in.extent().slice_voxels() <= std::size_t{0xffffffffu};

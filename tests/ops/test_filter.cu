@@ -808,8 +808,8 @@ TYPED_TEST(FilterTyped, GaussianXyTablesMatchReferenceAndThePrefetchKernel) {
 }
 
 // Radii of 17 to 32 in x or y, or over 16 in z, under gauss_wide (CUDA, float filter types; the
-// host backend has one path): the table-addressed xy kernel at radius buckets 24 and 32, then
-// the z kernel or the 1D pass along z. Every voxel type and border mode, radii equal to their
+// host backend has one path): the xy pass at radius buckets 24 and 32 (the walk, and the
+// table-addressed tile kernel), then the z pass (the FIR up to radius 32) or the 1D pass along z. Every voxel type and border mode, radii equal to their
 // bucket (sigma 6 and 8) and not, anisotropic sigma, partial tiles, 2D and 3D, a radius larger
 // than the extent, against the double reference; on one slab two launches where the 1D passes
 // take three. An x radius over 32 keeps the 1D passes.
@@ -818,12 +818,22 @@ TYPED_TEST(FilterTyped, GaussianOfWideRadiiInTwoPasses) {
   using F = vox::filter_real_t<T>;
   using vox::detail::filt::gauss_wide;
   using vox::detail::filt::scoped_path;
-  // Both paths: gauss_wide on (the fused xy pass, then the z kernel or the tiled 1D pass along
-  // z), and off (three tiled 1D passes on CUDA: lines of 32 by 64 outputs, so partial tiles
-  // along every axis here, and z halos across the slabs of three streams).
-  for (const bool wide : {true, false}) {
-    SCOPED_TRACE(wide ? "gauss_wide on" : "gauss_wide off");
+  // Every path: gauss_wide on (the xy walk or the tile kernel, then the FIR z pass, the ring
+  // or the tiled 1D pass along z), and off (three tiled 1D passes on CUDA: lines of 32 by 64
+  // outputs, so partial tiles along every axis here, and z halos across the slabs of three
+  // streams).
+  // (The host backend has one path for each value of gauss_wide.)
+  const std::vector<int> paths = VOX_BACKEND_CUDA ? std::vector<int>{0, 1, 2, 3}
+                                                  : std::vector<int>{0, 3};
+  for (const int path_no : paths) {
+    const bool wide = path_no < 3;
+    SCOPED_TRACE(path_no == 0   ? "gauss_wide on, the walk and the FIR"
+                 : path_no == 1 ? "gauss_wide on, the tile kernel and the FIR"
+                 : path_no == 2 ? "gauss_wide on, the tile kernel, the ring or the 1D pass"
+                                : "gauss_wide off");
     const scoped_path path(gauss_wide, wide);
+    const scoped_path walk(vox::detail::filt::gauss_xy_walk, path_no == 0);
+    const scoped_path fir(vox::detail::filt::gauss_z_fir, path_no <= 1);
     for (border m : all_modes) {
       for (int dims : {2, 3}) {
         check_gaussian<T>(extent3{83, 45, 7}, {6.0, 5.3, 1.0}, opts(m, dims, 0.5), three, 71);
@@ -852,8 +862,12 @@ TYPED_TEST(FilterTyped, GaussianOfWideRadiiInTwoPasses) {
     vox::gaussian(set, in, out, scratch, sg);
     return c.launches.load() - before;
   };
-  EXPECT_EQ(launches({6.0, 6.0, 2.0}), 2u);  // xy bucket 24, the z kernel
-  EXPECT_EQ(launches({1.0, 1.0, 8.0}), 2u);  // xy bucket 4, z by the 1D pass
+  EXPECT_EQ(launches({6.0, 6.0, 2.0}), 2u);  // xy bucket 24, the z pass
+  EXPECT_EQ(launches({1.0, 1.0, 8.0}), 2u);  // xy bucket 4, the FIR z pass at bucket 32
+  {
+    const scoped_path ring(vox::detail::filt::gauss_z_fir, false);
+    EXPECT_EQ(launches({1.0, 1.0, 8.0}), 2u);  // z by the 1D pass
+  }
   EXPECT_EQ(launches(vox::sigma3{8.0}), 2u);
   EXPECT_EQ(launches({9.0, 1.0, 1.0}), 3u);  // x radius 36: the 1D passes
   EXPECT_EQ(launches({61.0, 1.0, 1.0}), 3u);  // x radius 244: the generic pass along x

@@ -48,11 +48,14 @@ inline std::atomic<bool> gauss_xy_tables{true};
 inline std::atomic<bool> gauss_xy_tables_small{true};
 
 /// The Gaussian of float filter type with an x or y radius of 17 to 32, or a z radius over 16:
-/// two passes (true): the table-addressed xy kernel at radius buckets 24 and 32 (or 4 to 16),
-/// then the z kernel (z radius up to 16) or the 1D pass along z (any z radius); or the three 1D
-/// passes (false, the default until a GPU checks and measures the first). Radii over 32 in x or
-/// y always take the 1D passes.
-inline std::atomic<bool> gauss_wide{false};
+/// two passes (true, the default): the xy pass at radius buckets 24 and 32 (the walk under
+/// gauss_xy_walk, else the table-addressed tile kernel; radii up to 16 as usual), then the z pass
+/// at buckets up to 32 (the FIR under gauss_z_fir; the ring takes 16 at most) or the 1D pass
+/// along z (any larger z radius); or the three 1D passes (false). Radii over 32 in x or y always
+/// take the 1D passes. Before the walk and the FIR (tile kernel, ring or 1D pass along z) the
+/// two passes took 0.948x the three passes' time at sigma 8 for float32 on an H100 (2026-12-06,
+/// 512x512x300), but 1.263x for uint8 and 1.511x for uint16.
+inline std::atomic<bool> gauss_wide{true};
 
 /// The Gaussian by three tiled 1D passes (filter_line.cuh) even where the fused xy and z
 /// kernels serve (true), to measure one against the other; false (the default): the fused
