@@ -134,9 +134,10 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
 // ---- Gaussian ------------------------------------------------------------------------------
 
 #if VOX_BACKEND_CUDA
-// Fast path: the x and y passes fused per slice through shared memory (fed by asynchronous
-// copies for float voxels), then a z pass with a register window. R is the radius bucket (4, 8
-// or 16). Taps beyond the actual radius are skipped, not multiplied by zero, so values outside
+// Fast path: the x and y passes in one kernel (by default a walk along y, gauss_xy_walk_kernel;
+// else per slice tile through shared memory, fed by asynchronous copies for float voxels), then
+// a z pass with a register window (by default a transposed-form FIR, gauss_z_fir_kernel). R is
+// the radius bucket (4, 8, 12, 16, and under gauss_wide 24 and 32). Taps beyond the actual radius are skipped, not multiplied by zero, so values outside
 // the window never reach the result (an infinity there would otherwise turn into NaN); EXACT
 // kernels serve radius == R without that test.
 

@@ -52,9 +52,12 @@ inline std::atomic<bool> gauss_xy_tables_small{true};
 /// gauss_xy_walk, else the table-addressed tile kernel; radii up to 16 as usual), then the z pass
 /// at buckets up to 32 (the FIR under gauss_z_fir; the ring takes 16 at most) or the 1D pass
 /// along z (any larger z radius); or the three 1D passes (false). Radii over 32 in x or y always
-/// take the 1D passes. Before the walk and the FIR (tile kernel, ring or 1D pass along z) the
-/// two passes took 0.948x the three passes' time at sigma 8 for float32 on an H100 (2026-12-06,
-/// 512x512x300), but 1.263x for uint8 and 1.511x for uint16.
+/// take the 1D passes. On an H100 (2026-12-06, revision 37adbf7, 512x512x300, 8 streams) the
+/// three passes took 1.72x the two passes' time at sigma 8 for float32 (2.374 against 1.378
+/// ms), 1.76x for uint8 and 1.53x for uint16; 512^3 float32 on one stream 3.887 against 1.996
+/// ms, with 21.4 against 11.0 us of host enqueue. Before the walk and the FIR (the tile kernel,
+/// then the 1D pass along z) the two passes had taken 0.948x the three passes' time for
+/// float32, but 1.263x for uint8 and 1.511x for uint16.
 inline std::atomic<bool> gauss_wide{true};
 
 /// The Gaussian by three tiled 1D passes (filter_line.cuh) even where the fused xy and z
