@@ -280,6 +280,37 @@ void check_gaussian(const extent3& e, vox::sigma3 sigma, const vox::filter_optio
                real_tol<F>(scale_of(h, o.cval)), e);
 }
 
+/// The Gaussian of sigma on one seeded random volume by two paths of the CUDA backend, each a
+/// callable that runs the op it is given under its switches (with_path): how many voxels differ.
+template <class T, class PathA, class PathB>
+std::size_t gaussian_paths_differ(const stream_config& c, const extent3& e, std::uint32_t seed,
+                                  const vox::sigma3& sigma, const vox::filter_options& o,
+                                  PathA&& path_a, PathB&& path_b) {
+  SCOPED_TRACE(describe(o) + ", " + describe(c) + ", sigma " + std::to_string(sigma.x) + ", " +
+               std::to_string(sigma.y) + ", " + std::to_string(sigma.z));
+  using F = vox::filter_real_t<T>;
+  vox::stream_set set = make_set(c);
+  const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, seed));
+  vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
+  path_a([&] { vox::gaussian(set, in, a, sigma, o); });
+  path_b([&] { vox::gaussian(set, in, b, sigma, o); });
+  const auto ha = fetch(set, a), hb = fetch(set, b);
+  std::size_t differ = 0;
+  for (std::size_t k = 0; k < ha.size(); ++k) differ += ha[k] != hb[k];
+  return differ;
+}
+
+/// A path for gaussian_paths_differ: `path` set to `on` (and `path2` to `on2`) while the op runs.
+inline auto with_path(std::atomic<bool>& path, bool on, std::atomic<bool>* path2 = nullptr,
+                      bool on2 = false) {
+  return [&path, on, path2, on2](auto&& run) {
+    const vox::detail::filt::scoped_path first(path, on);
+    std::atomic<bool> unused{false};
+    const vox::detail::filt::scoped_path second(path2 != nullptr ? *path2 : unused, on2);
+    run();
+  };
+}
+
 /// which: 0, 1, 2 = sobel along x, y, z; 3 = gradient magnitude.
 template <class T>
 void check_sobel(const extent3& e, int which, const vox::filter_options& o, const stream_config& c,
@@ -622,7 +653,6 @@ TYPED_TEST(FilterTyped, GaussianMatchesReference) {
 // Checked against the double reference and, voxel for voxel, against the two-kernel path.
 TYPED_TEST(FilterTyped, GaussianInOneKernelMatchesReferenceAndTheTwoKernelPath) {
   using T = TypeParam;
-  using F = vox::filter_real_t<T>;
   using vox::detail::filt::gauss_fused;
   using vox::detail::filt::scoped_path;
   {
@@ -645,21 +675,11 @@ TYPED_TEST(FilterTyped, GaussianInOneKernelMatchesReferenceAndTheTwoKernelPath) 
   for (const stream_config& c : {three, stream_config{1, vox::slice_mapping::contiguous, false}}) {
     for (border m : all_modes) {
       for (const vox::sigma3 sg : {vox::sigma3{1.0}, vox::sigma3{2.0}, vox::sigma3{1.5, 0.8, 1.2}}) {
-        SCOPED_TRACE(describe(opts(m, 3, 2.5)) + ", " + describe(c) + ", sigma " +
-                     std::to_string(sg.x) + ", " + std::to_string(sg.y) + ", " +
-                     std::to_string(sg.z));
-        vox::stream_set set = make_set(c);
-        const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, 50));
-        vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
-        vox::gaussian(set, in, a, sg, opts(m, 3, 2.5));
-        {
-          const scoped_path on(gauss_fused, true);
-          vox::gaussian(set, in, b, sg, opts(m, 3, 2.5));
-        }
-        const auto ha = fetch(set, a), hb = fetch(set, b);
-        std::size_t differ = 0;
-        for (std::size_t k = 0; k < ha.size(); ++k) differ += ha[k] != hb[k];
-        EXPECT_EQ(differ, 0u) << "voxels that differ between the one-kernel and two-kernel paths";
+        EXPECT_EQ(gaussian_paths_differ<T>(c, e, 50, sg, opts(m, 3, 2.5),
+                                           with_path(gauss_fused, false),
+                                           with_path(gauss_fused, true)),
+                  0u)
+            << "voxels that differ between the one-kernel and two-kernel paths";
       }
     }
   }
@@ -672,7 +692,6 @@ TYPED_TEST(FilterTyped, GaussianInOneKernelMatchesReferenceAndTheTwoKernelPath) 
 // the volume and at both of its ends, a single slice, and a set of one stream.
 TYPED_TEST(FilterTyped, GaussianZFirMatchesReferenceAndTheRing) {
   using T = TypeParam;
-  using F = vox::filter_real_t<T>;
   using vox::detail::filt::gauss_z_fir;
   using vox::detail::filt::scoped_path;
   const stream_config one{1, vox::slice_mapping::contiguous, false};
@@ -692,24 +711,11 @@ TYPED_TEST(FilterTyped, GaussianZFirMatchesReferenceAndTheRing) {
       for (const vox::sigma3 sg : {vox::sigma3{1.0, 1.0, 4.0}, vox::sigma3{1.0, 0.8, 3.7},
                                    vox::sigma3{2.0}, vox::sigma3{1.0, 1.0, 0.6},
                                    vox::sigma3{1.0, 1.0, 3.0}}) {
-        SCOPED_TRACE(describe(opts(m, 3, 2.5)) + ", " + describe(c) + ", sigma " +
-                     std::to_string(sg.x) + ", " + std::to_string(sg.y) + ", " +
-                     std::to_string(sg.z));
-        vox::stream_set set = make_set(c);
-        const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, 75));
-        vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
-        {
-          const scoped_path ring(gauss_z_fir, false);
-          vox::gaussian(set, in, a, sg, opts(m, 3, 2.5));
-        }
-        {
-          const scoped_path fir(gauss_z_fir, true);
-          vox::gaussian(set, in, b, sg, opts(m, 3, 2.5));
-        }
-        const auto ha = fetch(set, a), hb = fetch(set, b);
-        std::size_t differ = 0;
-        for (std::size_t k = 0; k < ha.size(); ++k) differ += ha[k] != hb[k];
-        EXPECT_EQ(differ, 0u) << "voxels that differ between the FIR and the ring z pass";
+        EXPECT_EQ(gaussian_paths_differ<T>(c, e, 75, sg, opts(m, 3, 2.5),
+                                           with_path(gauss_z_fir, false),
+                                           with_path(gauss_z_fir, true)),
+                  0u)
+            << "voxels that differ between the FIR and the ring z pass";
       }
     }
   }
@@ -721,7 +727,6 @@ TYPED_TEST(FilterTyped, GaussianZFirMatchesReferenceAndTheRing) {
 // slice's edge, several chunks of rows, single rows and a single slice.
 TYPED_TEST(FilterTyped, GaussianXyWalkMatchesReferenceAndTheTileKernels) {
   using T = TypeParam;
-  using F = vox::filter_real_t<T>;
   using vox::detail::filt::gauss_xy_walk;
   using vox::detail::filt::scoped_path;
   {
@@ -739,24 +744,11 @@ TYPED_TEST(FilterTyped, GaussianXyWalkMatchesReferenceAndTheTileKernels) {
     for (border m : all_modes) {
       for (const vox::sigma3 sg : {vox::sigma3{1.0}, vox::sigma3{2.0}, vox::sigma3{4.0, 4.0, 1.0},
                                    vox::sigma3{1.7, 0.9, 2.0}, vox::sigma3{3.0, 2.6, 1.0}}) {
-        SCOPED_TRACE(describe(opts(m, dims, 1.5)) + ", sigma " + std::to_string(sg.x) + ", " +
-                     std::to_string(sg.y) + ", " + std::to_string(sg.z));
-        const extent3 e{261, 140, 6};
-        vox::stream_set set = make_set(three);
-        const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, 85));
-        vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
-        {
-          const scoped_path tiles(gauss_xy_walk, false);
-          vox::gaussian(set, in, a, sg, opts(m, dims, 1.5));
-        }
-        {
-          const scoped_path walk(gauss_xy_walk, true);
-          vox::gaussian(set, in, b, sg, opts(m, dims, 1.5));
-        }
-        const auto ha = fetch(set, a), hb = fetch(set, b);
-        std::size_t differ = 0;
-        for (std::size_t k = 0; k < ha.size(); ++k) differ += ha[k] != hb[k];
-        EXPECT_EQ(differ, 0u) << "voxels that differ between the walk and the tile kernels";
+        EXPECT_EQ(gaussian_paths_differ<T>(three, extent3{261, 140, 6}, 85, sg, opts(m, dims, 1.5),
+                                           with_path(gauss_xy_walk, false),
+                                           with_path(gauss_xy_walk, true)),
+                  0u)
+            << "voxels that differ between the walk and the tile kernels";
       }
     }
   }
@@ -769,7 +761,6 @@ TYPED_TEST(FilterTyped, GaussianXyWalkMatchesReferenceAndTheTileKernels) {
 // other types keep one kernel). Partial tiles, every border mode, 2D and 3D.
 TYPED_TEST(FilterTyped, GaussianXyTablesMatchReferenceAndThePrefetchKernel) {
   using T = TypeParam;
-  using F = vox::filter_real_t<T>;
   using vox::detail::filt::gauss_xy_tables;
   using vox::detail::filt::gauss_xy_tables_small;
   using vox::detail::filt::scoped_path;
@@ -785,23 +776,12 @@ TYPED_TEST(FilterTyped, GaussianXyTablesMatchReferenceAndThePrefetchKernel) {
       }
       for (const vox::sigma3 sg : {vox::sigma3{4.0, 4.0, 1.0}, vox::sigma3{2.6, 3.9, 0.7},
                                    vox::sigma3{1.0, 1.0, 1.0}, vox::sigma3{1.7, 0.9, 2.0}}) {
-        SCOPED_TRACE(describe(opts(m, dims, 1.5)) + ", sigma " + std::to_string(sg.x) + ", " +
-                     std::to_string(sg.y));
-        vox::stream_set set = make_set(three);
-        const vox::volume<T> in = make_volume(set, e, random_voxels<T>(e, 62));
-        vox::volume<F> a = poisoned<F>(set, e), b = poisoned<F>(set, e);
-        {
-          const scoped_path prefetch(gauss_xy_tables, false), small(gauss_xy_tables_small, false);
-          vox::gaussian(set, in, a, sg, opts(m, dims, 1.5));
-        }
-        {
-          const scoped_path tables(gauss_xy_tables, true), small(gauss_xy_tables_small, true);
-          vox::gaussian(set, in, b, sg, opts(m, dims, 1.5));
-        }
-        const auto ha = fetch(set, a), hb = fetch(set, b);
-        std::size_t differ = 0;
-        for (std::size_t k = 0; k < ha.size(); ++k) differ += ha[k] != hb[k];
-        EXPECT_EQ(differ, 0u) << "voxels that differ between the two xy kernels";
+        EXPECT_EQ(gaussian_paths_differ<T>(
+                      three, e, 62, sg, opts(m, dims, 1.5),
+                      with_path(gauss_xy_tables, false, &gauss_xy_tables_small, false),
+                      with_path(gauss_xy_tables, true, &gauss_xy_tables_small, true)),
+                  0u)
+            << "voxels that differ between the two xy kernels";
       }
     }
   }
