@@ -93,10 +93,11 @@ void uniform(stream_set& streams, const volume<T>& in, volume<T>& out, volume<T>
 ///
 /// scipy.ndimage.gaussian_filter(order=0) with output float32/float64: weights
 /// exp(-x^2 / (2 sigma^2)) for |x| <= int(truncate * sigma + 0.5), normalised to sum 1,
-/// accumulated in the output type. Radii up to 16 (8 for double) run as two passes on the CUDA
-/// backend (x and y fused per slice, then z); larger ones as three 1D passes, each through
-/// shared-memory tiles with the weights computed once (radius up to 240; beyond, a per-voxel
-/// pass). dims 3 uses a scratch volume (allocated stream-ordered when not given).
+/// accumulated in the output type. Radii up to 32 (8 for double) run as two passes on the CUDA
+/// backend (x and y in one walk along y, then z, each y and z sum kept in registers); larger ones
+/// as three 1D passes, each through shared-memory tiles with the weights computed once (radius up
+/// to 240; beyond, a per-voxel pass). dims 3 uses a scratch volume (allocated stream-ordered when
+/// not given).
 template <class T>
 void gaussian(stream_set& streams, const volume<T>& in, volume<filter_real_t<T>>& out, sigma3 sigma,
               const filter_options& opts = {});
