@@ -137,9 +137,10 @@ void box_family(stream_set& streams, const char* op, const volume<T>& in, volume
 // Fast path: the x and y passes in one kernel (by default a walk along y, gauss_xy_walk_kernel;
 // else per slice tile through shared memory, fed by asynchronous copies for float voxels), then
 // a z pass with a register window (by default a transposed-form FIR, gauss_z_fir_kernel). R is
-// the radius bucket (4, 8, 12, 16, and under gauss_wide 24 and 32). Taps beyond the actual radius are skipped, not multiplied by zero, so values outside
-// the window never reach the result (an infinity there would otherwise turn into NaN); EXACT
-// kernels serve radius == R without that test.
+// the radius bucket (4, 8, 12, 16, and under gauss_wide 24 and 32). Taps beyond the actual
+// radius are skipped, not multiplied by zero, so values outside the window never reach the
+// result (an infinity there would otherwise turn into NaN); EXACT kernels serve radius == R
+// without that test.
 
 inline constexpr int gx_tile = 64;  // output columns per block of the xy pass
 inline constexpr int gx_threads = 256;
@@ -553,17 +554,7 @@ __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 4 : 2
             }
           };
           // One step: input v enters; s[0] is then the output of the step's window.
-          auto step = [&](F v) {
-#pragma unroll
-            for (int k = 0; k < W - 1; ++k) {
-              F a = s[k + 1];
-              if (tap_on<R, EXACT>(W - 1 - k, wz.r)) a += wz.w[W - 1 - k] * v;
-              s[k] = a;
-            }
-            F a = F(0);
-            if (tap_on<R, EXACT>(0, wz.r)) a += wz.w[0] * v;
-            s[W - 1] = a;
-          };
+          auto step = [&](F v) { fir_step<F, R, EXACT>(s, wz, v); };
           int i = 0;
           // Full rounds of D steps past the prologue's 2 R inputs keep every test out.
           for (; i < n; i += D) {
@@ -692,17 +683,7 @@ __global__ void __launch_bounds__(gw_sx, sizeof(F) == 4 ? (R <= 8 ? 6 : R <= 16 
 #pragma unroll
         for (int k = 0; k < W; ++k) st[k] = F(0);
         // One input of the column's FIR: st[0] is then the output of the window it completes.
-        auto step = [&](F x) {
-#pragma unroll
-          for (int k = 0; k < W - 1; ++k) {
-            F a = st[k + 1];
-            if (tap_on<R, EXACT>(W - 1 - k, wy.r)) a += wy.w[W - 1 - k] * x;
-            st[k] = a;
-          }
-          F a = F(0);
-          if (tap_on<R, EXACT>(0, wy.r)) a += wy.w[0] * x;
-          st[W - 1] = a;
-        };
+        auto step = [&](F x) { fir_step<F, R, EXACT>(st, wy, x); };
         const bool col_in = x0 + t < g.nx;
         F* op = out + z * g.slice + y0 * g.nx + x0 + t;
         fetch(0);
@@ -746,17 +727,15 @@ void enqueue_gauss_xy(stream_view s, const slab& w, const extent3& e, const T* s
                       const gauss_taps<F, R>& wy, int dev, const char* op) {
   const F cval = static_cast<F>(o.cval);
   detail::count_launch();
-  if constexpr (R <= 32) {
-    if (gauss_xy_walk.load(std::memory_order_relaxed)) {
-      const gw_geom gw = make_gw(e, w, R);
-      const dim3 wgrid(static_cast<unsigned>(std::min<idx_t>(gw.strips, 0x7fffffff)),
-                       static_cast<unsigned>(std::min<idx_t>(gw.chunks, 65535)),
-                       static_cast<unsigned>(std::min<idx_t>(std::max<idx_t>(gw.slices, 1), 65535)));
-      gauss_xy_walk_kernel<T, F, R, EXACT>
-          <<<wgrid, gw_sx, 0, s.value()>>>(src, dst, gw, o.mode, cval, wx, wy);
-      detail::check_launch(op);
-      return;
-    }
+  if (gauss_xy_walk.load(std::memory_order_relaxed)) {  // every bucket (at most 32)
+    const gw_geom gw = make_gw(e, w, R);
+    const dim3 wgrid(static_cast<unsigned>(std::min<idx_t>(gw.strips, 0x7fffffff)),
+                     static_cast<unsigned>(std::min<idx_t>(gw.chunks, 65535)),
+                     static_cast<unsigned>(std::min<idx_t>(std::max<idx_t>(gw.slices, 1), 65535)));
+    gauss_xy_walk_kernel<T, F, R, EXACT>
+        <<<wgrid, gw_sx, 0, s.value()>>>(src, dst, gw, o.mode, cval, wx, wy);
+    detail::check_launch(op);
+    return;
   }
   const march_geom g = make_march(e, w, gx_tile, gauss_tile_y<F>());
   const dim3u gr = march_grid(g);
@@ -835,9 +814,10 @@ void run_gauss_z(stream_set& streams, const char* op, const volume<F>& in, volum
 
 /// Smallest radius bucket holding r (a multiple of 4: 4, 8, then 12 and 16 for float, and with
 /// `wide` 24 and 32 for float: the xy pass's buckets under gauss_wide, and the FIR z pass's), or
-/// 0 when the fused path does not serve it. A radius equal to its bucket (sigma 1, 2, 3, 4, 6, 8 at scipy's
-/// truncate 4) runs the EXACT kernels, whose taps need no test against the radius; on the H200
-/// the tests made the bucket-16 passes (sigma 4, radius 16) issue-bound at 3x the FMAs.
+/// 0 when the fused path does not serve it. A radius equal to its bucket (sigma 1, 2, 3, 4, 6, 8
+/// at scipy's truncate 4) runs the EXACT kernels, whose taps need no test against the radius;
+/// on the H200 the tests made the bucket-16 passes (sigma 4, radius 16) issue-bound at 3x the
+/// FMAs.
 template <class F>
 int gauss_bucket(idx_t r, bool wide = false) {
   if (r <= 4) return 4;

@@ -66,16 +66,17 @@ inline std::atomic<bool> gauss_wide{true};
 /// pass).
 inline std::atomic<bool> gauss_lines{false};
 
-/// The Gaussian's z pass (the two-kernel path, every radius bucket up to 16): a transposed-form
+/// The Gaussian's z pass (the two-kernel path) of radius bucket up to 16: a transposed-form
 /// FIR per column, one load, 2 r + 1 multiply-adds and one store per step (true, the default),
 /// or a register ring of the 2 R + 1 inputs stepped in unrolled rounds of 2 R + 1 (false). Both
-/// give the same voxels. On an H100 (2026-12-06, revision 10bc910, 512x512x300, 8 streams) the
-/// whole Gaussian took 1.015-1.057x the FIR's time with the ring at sigma 1, 2 and (1, 1, 3),
-/// and 1.198-1.241x at sigma 4 (float32: 0.971 against 0.782 ms), every voxel type.
+/// give the same voxels. Buckets 24 and 32 (under gauss_wide) always take the FIR. On an H100
+/// (2026-12-06, revision 10bc910, 512x512x300, 8 streams) the whole Gaussian took
+/// 1.015-1.057x the FIR's time with the ring at sigma 1, 2 and (1, 1, 3), and 1.198-1.241x at
+/// sigma 4 (float32: 0.971 against 0.782 ms), every voxel type.
 inline std::atomic<bool> gauss_z_fir{true};
 
-/// The Gaussian's xy pass of radius bucket up to 16 (the two-kernel path, and 2D): a walk along
-/// y per strip of 128 columns, the x pass once per row and y by a transposed-form FIR in
+/// The Gaussian's xy pass of every radius bucket (4 to 32; the two-kernel path, and 2D): a walk
+/// along y per strip of 128 columns, the x pass once per row and y by a transposed-form FIR in
 /// registers (true, the default), or the tile kernels, which filter each tile's 2 R halo rows in
 /// x again and read the y taps from shared memory (false). Both give the same voxels. On an H100
 /// (2026-12-06, revision 10bc910, 512x512x300, 8 streams) the whole Gaussian took

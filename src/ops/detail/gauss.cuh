@@ -78,6 +78,25 @@ __device__ __forceinline__ void correlate_n(const gauss_taps<F, R>& w, At at, F 
   }
 }
 
+/// One input v of a transposed-form FIR over the taps w: s holds 2 R + 1 partial sums, s[k] that
+/// of the output whose window ends 2 R - k inputs later; afterwards s[0] is the output of the
+/// window v completes. Each sum takes its taps in order from tap 0, starting from 0, one
+/// multiply-add a tap (correlate_n's order, so both give the same voxels). The z pass and the
+/// xy walk's y pass (filter.cu).
+template <class F, int R, bool EXACT>
+__device__ __forceinline__ void fir_step(F (&s)[2 * R + 1], const gauss_taps<F, R>& w, F v) {
+  constexpr int W = 2 * R + 1;
+#pragma unroll
+  for (int k = 0; k < W - 1; ++k) {
+    F a = s[k + 1];
+    if (tap_on<R, EXACT>(W - 1 - k, w.r)) a += w.w[W - 1 - k] * v;
+    s[k] = a;
+  }
+  F a = F(0);
+  if (tap_on<R, EXACT>(0, w.r)) a += w.w[0] * v;
+  s[W - 1] = a;
+}
+
 /// The 3D Gaussian in one kernel per slab (detail/gauss_fused.cuh, compiled in filter_gauss.cu):
 /// enqueues it and returns true where it serves the call (dims 3, every radius at most 8, slices
 /// of at most 2^32 voxels), else returns false having enqueued nothing. sg and r: sigma and
