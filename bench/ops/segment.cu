@@ -6,9 +6,11 @@
 //   blobs    uniform noise in [0, 1) (splitmix64 of the index), Gaussian sigma 2, thresholded at
 //            its 70th percentile (histogram of 4096 bins): ~30% foreground in random blobs;
 //   phantom  an ellipsoid phantom: a hollow outer shell (the enclosed background is one big
-//            hole), a hollow inner shell, and 12 solid ellipsoids of several sizes inside.
+//            hole), a hollow inner shell, and 12 solid ellipsoids of several sizes inside;
+//   ball     one solid ball of radius 0.9 half extents (the EDT cases only: far distances).
 // Cases per mask: label_6, label_26, edt (float distances, unit spacing), edt_deferred (the same
-// with pass 3's square roots in a launch of their own, not yet the default), fill_holes,
+// with pass 3's square roots in a launch of their own, not the default), edt_envelope (the same
+// without the windowed passes: every column by the envelope), fill_holes,
 // erosion_ball3 (binary erosion by a ball of radius 3), and on blobs region_stats (labels of
 // label_6, values = the smoothed noise).
 // Then region_stats on "cells", ~10^5 labels (issue 20's many-label case): a partition of the
@@ -81,6 +83,21 @@ std::vector<std::uint8_t> phantom_mask(const vox::extent3& e) {
         for (const auto& s : solid) v = v || s.inside(px, py, pz);
         m[(z * e.y + y) * e.x + x] = v ? 1 : 0;
       }
+  return m;
+}
+
+/// One solid ball of radius 0.9 half extents in the middle: distances up to ~0.9 * 256 voxels at
+/// 512^3, past the windowed passes' search limit in most of the ball's tiles.
+std::vector<std::uint8_t> ball_mask(const vox::extent3& e) {
+  const ellipsoid b{0, 0, 0, 0.9, 0.9, 0.9};
+  std::vector<std::uint8_t> m(e.voxels());
+  for (std::size_t z = 0; z < e.z; ++z)
+    for (std::size_t y = 0; y < e.y; ++y)
+      for (std::size_t x = 0; x < e.x; ++x)
+        m[(z * e.y + y) * e.x + x] =
+            b.inside((2.0 * x + 1) / e.x - 1, (2.0 * y + 1) / e.y - 1, (2.0 * z + 1) / e.z - 1)
+                ? 1
+                : 0;
   return m;
 }
 
@@ -162,10 +179,16 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
     const auto h = phantom_mask(e);
     vox::upload(set, h.data(), n, masks[1]);
   }
-  const char* mask_name[2] = {"blobs", "phantom"};
+  masks.emplace_back(set, e);
+  {
+    const auto h = ball_mask(e);
+    vox::upload(set, h.data(), n, masks[2]);
+  }
+  const char* mask_name[3] = {"blobs", "phantom", "ball"};
   if (!o.write_dir.empty()) {
     write_raw(o.write_dir + "/blobs.u8", set, masks[0]);
     write_raw(o.write_dir + "/phantom.u8", set, masks[1]);
+    write_raw(o.write_dir + "/ball.u8", set, masks[2]);
     write_raw(o.write_dir + "/values.f32", set, values);
   }
   set.synchronize();
@@ -177,7 +200,7 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
   const float copyf_ms = median_of(t, o.reps, [&](int) { vox::copy(set, values, copyf); });
   std::printf("RESULT segment copy_f32 values ms=%.4f\n", copyf_ms);
 
-  for (int m = 0; m < 2; ++m) {
+  for (int m = 0; m < 3; ++m) {
     const auto& mask = masks[static_cast<std::size_t>(m)];
     const float copy_ms = median_of(t, o.reps, [&](int) { vox::copy(set, mask, copy8); });
     std::printf("RESULT segment copy_u8 %s ms=%.4f xcopy=1\n", mask_name[m], copy_ms);
@@ -186,19 +209,33 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
                   ms / copy_ms, extra.c_str());
       std::fflush(stdout);
     };
+    auto edt_cases = [&] {
+      report("edt",
+             median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }), "");
+      // The same with pass 3's square roots deferred to a launch of their own (not the
+      // default): RESULT segment edt_deferred.
+      vox::detail::edt::defer_square_roots(true);
+      report("edt_deferred",
+             median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }),
+             "");
+      vox::detail::edt::defer_square_roots(false);
+      // Without the windowed passes (every column by the envelope): RESULT segment edt_envelope.
+      vox::detail::edt::force_window(-1);
+      report("edt_envelope",
+             median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }),
+             "");
+      vox::detail::edt::force_window(0);
+    };
+    if (m == 2) {  // the ball: the EDT's far distances only
+      edt_cases();
+      continue;
+    }
     for (int conn : {6, 26}) {
       const float ms = median_of(t, o.reps, [&](int) { (void)vox::label(set, mask, labels, conn); });
       const auto count = vox::label(set, mask, labels, conn).get();
       report(conn == 6 ? "label_6" : "label_26", ms, " labels=" + std::to_string(count));
     }
-    report("edt", median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }),
-           "");
-    // The same with pass 3's square roots deferred to a launch of their own (not yet the
-    // default): RESULT segment edt_deferred.
-    vox::detail::edt::defer_square_roots(true);
-    report("edt_deferred",
-           median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }), "");
-    vox::detail::edt::defer_square_roots(false);
+    edt_cases();
     report("fill_holes",
            median_of(t, o.reps, [&](int) { vox::binary_fill_holes(set, mask, out8); }), "");
     report("erosion_ball3", median_of(t, o.reps, [&](int) {

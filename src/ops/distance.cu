@@ -25,10 +25,22 @@ namespace detail::edt {
 namespace {
 std::atomic<int> capacity_override{0};  // 0: automatic
 std::atomic<bool> deferred_roots{false};
+std::atomic<int> window_override{0};  // 0: automatic, -1: off
+/// The windowed passes' search limit (distance along the column, in voxels) when automatic: a
+/// tile of 32 columns with a voxel whose search would go further takes the envelope instead, so
+/// the windowed kernel spends at most about 2 * 32 loads a voxel on a tile it gives up.
+constexpr int window_reach = 32;
 }  // namespace
 
 void force_stack_capacity(int entries) noexcept { capacity_override.store(std::max(entries, 0)); }
 void defer_square_roots(bool on) noexcept { deferred_roots.store(on); }
+void force_window(int reach) noexcept { window_override.store(std::max(reach, -1)); }
+
+/// The windowed passes' search limit from now on; 0: no windowed pass.
+int window_limit() {
+  const int forced = window_override.load(std::memory_order_relaxed);
+  return forced < 0 ? 0 : forced > 0 ? forced : window_reach;
+}
 
 /// Entries of the bounded stack of a column pass over columns of `n` voxels with entries of
 /// `entry` bytes, automatically `block_bytes` of shared memory per block of 128 columns; 0:
@@ -90,6 +102,18 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
   // yet tuned on a GPU.
   const int cap_y = stack_capacity(e.y, sizeof(W), 16 * 1024);
   const int cap_z = stack_capacity(e.z, sizeof(z_entry<W>), 24 * 1024);
+  // The windowed passes (window_search, a thread per voxel) and, for the tiles of 32 columns
+  // they give up, the envelope: a flag per tile, pass 2's (z, x / 32), then pass 3's
+  // (y, x / 32).
+  const int reach = window_limit();
+  const auto xblocks = static_cast<std::size_t>(x_tiles(g.nx));
+  std::optional<iops::scratch<unsigned char>> yflags, zflags;
+  if (reach > 0) {
+    yflags.emplace(streams, c, e.z * xblocks, e.z, false, op);
+    zflags.emplace(streams, c, e.y * xblocks, e.z, false, op);
+  }
+  unsigned char* yf = reach > 0 ? yflags->data() : nullptr;
+  unsigned char* zf = reach > 0 ? zflags->data() : nullptr;
 
 #if VOX_BACKEND_CUDA
   // Overflow lists. Pass 2: a count per slab (at the slab's first slice), then the slab's column
@@ -113,14 +137,27 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
 #if VOX_BACKEND_CUDA
     acc.push_back(ylist.slabs(exec::access_mode::write));
 #endif
+    if (reach > 0) acc.push_back(yflags->slabs(exec::access_mode::write));
     exec::run_op(streams, op, plan, acc, [&](stream_view s, const slab& w) {
       const idx r0 = static_cast<idx>(w.z0) * g.ny, r1 = static_cast<idx>(w.z1) * g.ny;
+      // The slab's tile flags (indexed by z * xblocks + x / 32) start clear.
+      if (reach > 0) iops::zero_async(yf + w.z0 * xblocks, w.depth() * xblocks, s, op);
+      const unsigned char* tiles = yf;
 #if VOX_BACKEND_CUDA
       const std::size_t wave = iops::sm_count(op) * (2048 / row_threads) * 4;
       const auto blocks = static_cast<unsigned>(std::clamp<std::size_t>(
           static_cast<std::size_t>(r1 - r0 + row_threads / 32 - 1) / (row_threads / 32), 1, wave));
       edt_rows_kernel<T, W><<<blocks, row_threads, 0, s.value()>>>(src, a, g.nx, r0, r1);
       check_launch(op);
+      if (reach > 0) {
+        const dim3 wgrid(static_cast<unsigned>(xblocks),
+                         static_cast<unsigned>(std::min<std::size_t>(
+                             (e.y + window_rows - 1) / window_rows, max_grid_yz)),
+                         static_cast<unsigned>(std::min<std::size_t>(w.depth(), max_grid_yz)));
+        edt_y_window_kernel<W, Ar><<<wgrid, dim3(col_threads, window_rows, 1), 0, s.value()>>>(
+            a, bw, g, ay, reach, static_cast<idx>(w.z0), static_cast<idx>(w.z1), yf);
+        check_launch(op);
+      }
       unsigned long long* count = ylist.data() + w.z0;
       unsigned long long* ids = ylist.data() + e.z + w.z0 * e.x;
       iops::zero_async(count, sizeof(unsigned long long), s, op);
@@ -130,7 +167,7 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
                       1);
       const std::size_t smem = std::size_t{col_block} * static_cast<std::size_t>(cap_y) * sizeof(W);
       edt_y_kernel<W, Ar><<<grid, dim3(col_threads, col_rows, 1), smem, s.value()>>>(
-          a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1), count, ids);
+          a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1), count, ids, tiles);
       check_launch(op);
       const auto fb = static_cast<unsigned>(std::clamp<std::size_t>(
           (w.depth() * e.x + fallback_threads - 1) / fallback_threads, 1, iops::sm_count(op) * 8));
@@ -140,7 +177,10 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
 #else
       (void)s;
       host_rows<T, W>(src, a, g.nx, r0, r1);
-      host_y<W, Ar>(a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1));
+      if (reach > 0)
+        host_y_window<W, Ar>(a, bw, g, ay, reach, static_cast<idx>(w.z0), static_cast<idx>(w.z1),
+                             yf);
+      host_y<W, Ar>(a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1), tiles);
 #endif
     });
   }
@@ -162,7 +202,9 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
   acc.push_back(zlist.slabs(exec::access_mode::write));
   acc.push_back(pool.slabs(exec::access_mode::write));
 #endif
+  if (reach > 0) acc.push_back(zflags->slabs(exec::access_mode::write));
   exec::run_op(streams, op, {slab{c, 0, e.z}}, acc, [&](stream_view s, const slab&) {
+    if (reach > 0) iops::zero_async(zf, e.y * xblocks, s, op);
 #if VOX_BACKEND_CUDA
     unsigned long long* count = zlist.data();
     iops::zero_async(count, sizeof(unsigned long long), s, op);
@@ -174,8 +216,17 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
         std::size_t{col_block} * static_cast<std::size_t>(cap_z) * sizeof(z_entry<W>);
     auto pass3 = [&](auto defer) {
       constexpr bool D = decltype(defer)::value;
+      if (reach > 0) {
+        const dim3 wgrid(static_cast<unsigned>(xblocks),
+                         static_cast<unsigned>(std::min<std::size_t>(
+                             (e.z + window_rows - 1) / window_rows, max_grid_yz)),
+                         static_cast<unsigned>(std::min<std::size_t>(e.y, max_grid_yz)));
+        edt_z_window_kernel<W, R, Ar, D><<<wgrid, dim3(col_threads, window_rows, 1), 0,
+                                           s.value()>>>(bw, dst, px, pyi, pzi, g, az, reach, zf);
+        check_launch(op);
+      }
       edt_z_kernel<W, R, Ar, D><<<grid, dim3(col_threads, col_rows, 1), smem, s.value()>>>(
-          bw, dst, px, pyi, pzi, g, az, cap_z, count, count + 1);
+          bw, dst, px, pyi, pzi, g, az, cap_z, count, count + 1, zf);
       check_launch(op);
       edt_z_fallback_kernel<W, R, Ar, D>
           <<<static_cast<unsigned>(slots / fallback_threads), fallback_threads, 0, s.value()>>>(
@@ -196,12 +247,14 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
     (void)s;
     if constexpr (std::is_same<Ar, exact_arith>::value) {
       if (defer) {
-        host_z<W, R, Ar, true>(bw, dst, px, pyi, pzi, g, az, cap_z);
+        if (reach > 0) host_z_window<W, R, Ar, true>(bw, dst, px, pyi, pzi, g, az, reach, zf);
+        host_z<W, R, Ar, true>(bw, dst, px, pyi, pzi, g, az, cap_z, zf);
         host_finish<R>(dst, voxels, az.ss);
         return;
       }
     }
-    host_z<W, R, Ar, false>(bw, dst, px, pyi, pzi, g, az, cap_z);
+    if (reach > 0) host_z_window<W, R, Ar, false>(bw, dst, px, pyi, pzi, g, az, reach, zf);
+    host_z<W, R, Ar, false>(bw, dst, px, pyi, pzi, g, az, cap_z, zf);
 #endif
   });
 }

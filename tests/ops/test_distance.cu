@@ -413,6 +413,47 @@ TEST(DistanceShapes, BoundedStacksAndTheOverflowPathAgree) {
   vox::detail::edt::force_stack_capacity(0);
 }
 
+TEST(DistanceShapes, WindowedPassesAndTheEnvelopeAgree) {
+  // Passes 2 and 3 search outwards from each voxel up to a limit and leave a tile of 32 columns
+  // with a voxel past it to the envelope (and its stacks to their overflow path): every mix must
+  // give the brute force's result. Limit 1 sends almost every tile to the envelope, 3 and 6 some
+  // (the masks have near and far zero voxels, rows of several tiles), the automatic one (0) few;
+  // -1 turns the windowed passes off. Integer and double arithmetic, roots deferred or not.
+  struct restore {
+    ~restore() {
+      vox::detail::edt::force_window(0);
+      vox::detail::edt::force_stack_capacity(0);
+      vox::detail::edt::defer_square_roots(false);
+    }
+  } const r;
+  for (int reach : {1, 3, 6, 0, -1}) {
+    for (int cap : {2, 0}) {
+      const bool defer = reach == 3;
+      SCOPED_TRACE("window " + std::to_string(reach) + ", stack capacity " + std::to_string(cap) +
+                   (defer ? ", deferred roots" : ""));
+      vox::detail::edt::force_window(reach);
+      vox::detail::edt::force_stack_capacity(cap);
+      vox::detail::edt::defer_square_roots(defer);
+      const unsigned seed = unsigned(reach + 2) * 10u + unsigned(cap);
+      long_shape({70, 21, 45}, 7u + seed, 60, {0.5, 1.0, 2.5});
+      long_shape({67, 40, 9}, 17u + seed, 400, {1.0, 1.0, 1.0});
+      long_shape({35, 29, 31}, 27u + seed, 3, {2.5, 2.5, 2.5});
+      long_shape({1, 1, 40}, 37u + seed, 2, {1.0, 1.0, 1.0});
+      long_shape({40, 30, 1}, 57u + seed, 6, {1.0, 1.0, 1.0});
+      long_shape({26, 3, 33}, 67u + seed, 30, {0.75, 0.75, 0.75});
+      long_shape({9, 7, 5}, 61u, 0, {1.0, 1.0, 1.0});  // no zero voxel: infinity everywhere
+    }
+  }
+  vox::detail::edt::force_stack_capacity(0);
+  vox::detail::edt::defer_square_roots(false);
+  vox::stream_set set = vox_test::make_set(vox_test::all_configs[1]);
+  for (int reach : {-1, 2}) {
+    SCOPED_TRACE("scipy fixtures, window " + std::to_string(reach));
+    vox::detail::edt::force_window(reach);
+    check_fixtures(set);
+  }
+}
+
 // Pass 3 writing squared distances and a last launch taking their roots (the integer arithmetic's
 // deferred square roots): the same distances and indices as the scipy fixtures and the brute
 // force, for float and double outputs (the bounded stacks and the overflow path with deferred

@@ -17,4 +17,12 @@ void force_stack_capacity(int entries) noexcept;
 /// on a GPU). Both give the same distances; the host backend runs the same two ways.
 void defer_square_roots(bool on) noexcept;
 
+/// The windowed passes from now on: 0 automatic (a search limit of 32 voxels), -1 off (every
+/// column by the envelope, the stacks above), n > 0 a limit of n. With a limit, passes 2 and 3
+/// first find each voxel's nearest site by a search outwards along the column (a thread per
+/// voxel, about as many steps as the distance it finds), and a tile of 32 columns with a voxel
+/// whose search would go past the limit is redone by the envelope, all of it. Small n sends many
+/// tiles both ways. Both backends. For tests and benchmarks.
+void force_window(int reach) noexcept;
+
 }  // namespace vox::detail::edt

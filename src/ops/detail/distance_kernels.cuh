@@ -36,6 +36,18 @@
 //     read, and the entries are words of the same format), pass 3 in a pool of per-thread
 //     stacks in global memory. With shared stacks this small, 36 to 48 warps are resident per
 //     multiprocessor (was 3 warps: 64 KiB stacks per 32 columns).
+// Passes 2 and 3 first run windowed (window_search; on by default, vox::detail::edt::force_window):
+//   a thread per voxel searches outwards along its column from the voxel itself, d = 1, 2, ...,
+//   while a site at distance d could still be as near as the best found (s2 d^2 <= best), the
+//   lowest site winning ties as in the envelope. Its steps are about the distance it finds (in
+//   voxels along the column), so where zero voxels are near (most masks: blobs, shells, cells)
+//   each voxel costs a few loads that the warp's lanes make together (one coalesced row per
+//   step), and every store is coalesced. The per-column envelope, by contrast, walks each column
+//   sequentially (a thread runs n dependent steps, and its lanes emit their bursts at different
+//   times). A tile of 32 columns (a warp's) with a voxel whose search would pass the limit (32
+//   voxels) gets a flag, and the envelope kernels below then redo the flagged tiles, all of
+//   them, and skip the rest: far distances cost at most the limit's loads per voxel more than
+//   the envelope alone.
 // The positions are 32-bit ints (every extent < 2^31), offsets 64-bit.
 // ptxas -v (sm_90, CUDA 13.0), registers of the kernels of the usual case (uint8 mask, 32-bit
 // words, float output): rows 32, y 32 (exact_arith) or 38 (double_arith), z 50 or 54; no spills
@@ -125,6 +137,7 @@ VOX_HD inline double feature_distance(double tz, double ty, double tx) {
 /// sqrt(ss * (dz^2 + dy^2 + dx^2)) (every step exact, ss the squared sampling): one product.
 struct exact_arith {
   using G = std::int32_t;
+  using F = std::int64_t;  // a parabola's value at a position (window_search)
   double ss;
   VOX_HD double distance(int dz, G gxy) const {
     return std::sqrt(ss * static_cast<double>(static_cast<std::int64_t>(gxy) + dz * dz));
@@ -142,11 +155,16 @@ struct exact_arith {
     const int d1 = p - q1, d2 = p - q2;
     return static_cast<std::int64_t>(g1) + d1 * d1 <= static_cast<std::int64_t>(g2) + d2 * d2;
   }
+  /// The parabola of a site with g at distance d from it: g + d^2 (what not_above compares).
+  VOX_HD F value(G g, int d) const { return static_cast<F>(g) + static_cast<F>(d) * d; }
+  /// A lower bound of value(g, d) for every g: d^2.
+  VOX_HD F reach(int d) const { return static_cast<F>(d) * d; }
 };
 
 /// Any sampling: double (near-ties can be decided either way by rounding).
 struct double_arith {
   using G = double;
+  using F = double;
   double sx, sy;  // sampling along x and y (g)
   double s2;      // squared sampling along the column
   double sz;      // sampling along z (pass 3's distances)
@@ -166,6 +184,16 @@ struct double_arith {
   VOX_HD bool not_above(int q1, G g1, int q2, G g2, int p) const {
     const double d1 = static_cast<double>(p - q1), d2 = static_cast<double>(p - q2);
     return g1 + s2 * (d1 * d1) <= g2 + s2 * (d2 * d2);
+  }
+  /// g + s2 d^2, rounded as not_above rounds it.
+  VOX_HD F value(G g, int d) const {
+    const double t = static_cast<double>(d);
+    return g + s2 * (t * t);
+  }
+  /// s2 d^2: no value(g, d) with g >= 0 is below it (rounding is monotonic).
+  VOX_HD F reach(int d) const {
+    const double t = static_cast<double>(d);
+    return s2 * (t * t);
   }
 };
 
@@ -191,6 +219,7 @@ struct y_column {
   using word = W;
   using entry = W;
   using G = typename Ar::G;
+  using F = typename Ar::F;
   const W* in;  // the column's first voxel in pass 1's words
   W* out;       // ... in pass 2's words
   std::size_t es;
@@ -244,6 +273,7 @@ struct z_column {
   using word = W;
   using entry = z_entry<W>;
   using G = typename Ar::G;
+  using F = typename Ar::F;
   const W* in;
   R* out;
   std::int32_t* ix;  // null: no indices
@@ -375,6 +405,63 @@ VOX_HD bool envelope(const Col& col, const St& st, int n) {
   return true;
 }
 
+/// The nearest site of position p of a column of n positions by a search outwards from p (the
+/// windowed pass): the site at p first, then p - d and p + d for d = 1, 2, ... while some site
+/// at distance d could still be as near as the best one found (reach(d) <= best); the lowest
+/// site wins a tie, as in envelope(). So the search ends after about as many steps as the
+/// distance it finds, in voxels along the column. Writes position p (emit or emit_none) and
+/// returns true, or returns false without writing when it would go past d = dmax (the column is
+/// then left to envelope()).
+template <class Col>
+VOX_HD bool window_search(const Col& col, int p, int n, int dmax) {
+  using W = typename Col::word;
+  using E = typename Col::entry;
+  using F = typename Col::F;
+  const W wp = col.load(p);
+  bool have = !is_none(wp);
+  E best_e = have ? col.make(p, wp) : E{};
+  F best = have ? col.ar.value(col.g(best_e), 0) : F{};
+  for (int d = 1;; ++d) {
+    if (have && col.ar.reach(d) > best) break;
+    const bool below = p - d >= 0, above = p + d < n;
+    if (!below && !above) break;
+    if (d > dmax) return false;
+    // Both loads first: they are independent.
+    const W wl = below ? col.load(p - d) : none_word<W>();
+    const W wh = above ? col.load(p + d) : none_word<W>();
+    if (!is_none(wl)) {
+      const E e = col.make(p - d, wl);
+      const F f = col.ar.value(col.g(e), d);
+      if (!have || f <= best) {  // p - d is below every site seen: it wins ties
+        best = f;
+        best_e = e;
+        have = true;
+      }
+    }
+    if (!is_none(wh)) {
+      const E e = col.make(p + d, wh);
+      const F f = col.ar.value(col.g(e), d);
+      if (!have || f < best) {  // p + d is above every site seen: it loses ties
+        best = f;
+        best_e = e;
+        have = true;
+      }
+    }
+  }
+  if (have) {
+    col.emit(p, best_e);
+  } else {
+    col.emit_none(p);
+  }
+  return true;
+}
+
+/// The windowed passes' tiles: 32 x-adjacent columns (a warp's on the CUDA backend); a tile that
+/// one of its voxels' searches gives up on takes the envelope, all of it.
+inline constexpr idx tile_columns = 32;
+/// Tiles across a row of nx voxels.
+VOX_HD inline idx x_tiles(idx nx) { return (nx + tile_columns - 1) / tile_columns; }
+
 /// Geometry shared by the passes.
 struct geom {
   idx nx, ny, nz;
@@ -387,6 +474,7 @@ inline constexpr unsigned col_threads = 32;   // passes 2, 3: a warp of x-adjace
 inline constexpr unsigned col_rows = 4;       // times 4 planes per block
 inline constexpr unsigned col_block = col_threads * col_rows;
 inline constexpr unsigned fallback_threads = 64;  // the overflow kernels' blocks
+static_assert(col_threads == tile_columns, "a tile of the windowed passes is a warp's columns");
 
 /// Pass 1 (one warp per row of slices [z0, z1)): nearest zero along x of every voxel. Each chunk
 /// of 32 voxels is loaded once (a ballot); the warp carries the last zero before the chunk and
@@ -454,13 +542,15 @@ __device__ __forceinline__ col_stack<E, unsigned> shared_stack(int cap) {
 template <class W, class Ar>
 __global__ void __launch_bounds__(col_block, 12)
     edt_y_kernel(const W* in, W* out, geom g, Ar ar, int cap, idx z0, idx z1,
-                 unsigned long long* count, unsigned long long* ids) {
+                 unsigned long long* count, unsigned long long* ids, const unsigned char* flags) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   if (x >= g.nx) return;  // no barriers in this kernel
   const auto st = shared_stack<W>(cap);
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
+  const idx xblocks = (g.nx + col_threads - 1) / col_threads;
   for (idx z = z0 + idx{blockIdx.y} * col_rows + threadIdx.y; z < z1;
        z += idx{gridDim.y} * col_rows) {
+    if (flags != nullptr && flags[z * xblocks + blockIdx.x] == 0) continue;  // done by the window
     const std::size_t base = static_cast<std::size_t>(z) * slice + static_cast<std::size_t>(x);
     const y_column<W, Ar> col{in + base, out + base, static_cast<std::size_t>(g.nx),
                               static_cast<int>(x), ar};
@@ -497,12 +587,15 @@ __global__ void __launch_bounds__(fallback_threads)
 template <class W, class R, class Ar, bool DEFER>
 __global__ void __launch_bounds__(col_block, 9)
     edt_z_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
-                 geom g, Ar ar, int cap, unsigned long long* count, unsigned long long* ids) {
+                 geom g, Ar ar, int cap, unsigned long long* count, unsigned long long* ids,
+                 const unsigned char* flags) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   if (x >= g.nx) return;
   const auto st = shared_stack<z_entry<W>>(cap);
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
+  const idx xblocks = (g.nx + col_threads - 1) / col_threads;
   for (idx y = idx{blockIdx.y} * col_rows + threadIdx.y; y < g.ny; y += idx{gridDim.y} * col_rows) {
+    if (flags != nullptr && flags[y * xblocks + blockIdx.x] == 0) continue;  // done by the window
     const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) +
                              static_cast<std::size_t>(x);
     const z_column<W, R, Ar, DEFER> col{in + base,
@@ -549,6 +642,73 @@ __global__ void __launch_bounds__(fallback_threads)
     envelope(col, st, static_cast<int>(g.nz));
   }
 }
+inline constexpr unsigned window_rows = 8;  // the windowed passes: 32 columns x 8 positions
+
+/// Pass 2, windowed: a thread per voxel of slices [z0, z1) (a warp: 32 x-adjacent voxels of one
+/// row), each by window_search along y. The tile (z, x / 32) of 32 columns is left to
+/// edt_y_kernel (flags[z * xblocks + x / 32] = 1) as soon as one of its voxels would search
+/// past dmax; its warps that start after that skip it.
+template <class W, class Ar>
+__global__ void __launch_bounds__(col_threads* window_rows)
+    edt_y_window_kernel(const W* in, W* out, geom g, Ar ar, int dmax, idx z0, idx z1,
+                        unsigned char* flags) {
+  const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
+  const bool inside = x < g.nx;
+  const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
+  const idx xblocks = (g.nx + col_threads - 1) / col_threads;
+  for (idx z = z0 + blockIdx.z; z < z1; z += gridDim.z) {
+    volatile unsigned char* flag = flags + z * xblocks + blockIdx.x;
+    if (*flag != 0) continue;  // one load for the whole warp: uniform
+    const std::size_t base = static_cast<std::size_t>(z) * slice + static_cast<std::size_t>(x);
+    const y_column<W, Ar> col{in + base, out + base, static_cast<std::size_t>(g.nx),
+                              static_cast<int>(x), ar};
+    for (idx y = idx{blockIdx.y} * window_rows + threadIdx.y; y < g.ny;
+         y += idx{gridDim.y} * window_rows) {
+      const bool ok = !inside || window_search(col, static_cast<int>(y), static_cast<int>(g.ny), dmax);
+      if (__any_sync(0xffffffffu, !ok)) {
+        if (threadIdx.x == 0) *flag = 1;
+        break;
+      }
+    }
+  }
+}
+
+/// Pass 3, windowed: a thread per voxel (a warp: 32 x-adjacent voxels of one row, a block 8
+/// slices of it), each by window_search along z; the tile (y, x / 32) goes to edt_z_kernel as in
+/// edt_y_window_kernel.
+template <class W, class R, class Ar, bool DEFER>
+__global__ void __launch_bounds__(col_threads* window_rows)
+    edt_z_window_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy,
+                        std::int32_t* iz, geom g, Ar ar, int dmax, unsigned char* flags) {
+  const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
+  const bool inside = x < g.nx;
+  const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
+  const idx xblocks = (g.nx + col_threads - 1) / col_threads;
+  for (idx y = blockIdx.z; y < g.ny; y += gridDim.z) {
+    volatile unsigned char* flag = flags + y * xblocks + blockIdx.x;
+    if (*flag != 0) continue;
+    const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) +
+                             static_cast<std::size_t>(x);
+    const z_column<W, R, Ar, DEFER> col{in + base,
+                                        out + base,
+                                        ix != nullptr ? ix + base : nullptr,
+                                        iy != nullptr ? iy + base : nullptr,
+                                        iz != nullptr ? iz + base : nullptr,
+                                        slice,
+                                        static_cast<int>(x),
+                                        static_cast<int>(y),
+                                        ar};
+    for (idx z = idx{blockIdx.y} * window_rows + threadIdx.y; z < g.nz;
+         z += idx{gridDim.y} * window_rows) {
+      const bool ok = !inside || window_search(col, static_cast<int>(z), static_cast<int>(g.nz), dmax);
+      if (__any_sync(0xffffffffu, !ok)) {
+        if (threadIdx.x == 0) *flag = 1;
+        break;
+      }
+    }
+  }
+}
+
 /// After a deferring pass 3: every voxel's squared-distance bits to its distance, in place.
 template <class R>
 __global__ void edt_finish_kernel(R* out, std::size_t n, double ss) {
@@ -559,6 +719,60 @@ __global__ void edt_finish_kernel(R* out, std::size_t n, double ss) {
 #endif  // VOX_BACKEND_CUDA
 
 // --- host loops (host backend) -----------------------------------------------------------------
+
+/// edt_y_window_kernel on the host: every voxel of slices [z0, z1) by window_search along y,
+/// tile by tile (z, x / 32); a tile with a voxel that would search past dmax gets its flag (its
+/// other voxels are left as they are: host_y redoes the tile).
+template <class W, class Ar>
+void host_y_window(const W* in, W* out, const geom& g, const Ar& ar, int dmax, idx z0, idx z1,
+                   unsigned char* flags) {
+  const idx xb = x_tiles(g.nx), tiles = (z1 - z0) * xb;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+  for (idx t = 0; t < tiles; ++t) {
+    const idx z = z0 + t / xb, x0 = (t % xb) * tile_columns, x1 = std::min(x0 + tile_columns, g.nx);
+    bool ok = true;
+    for (idx x = x0; x < x1 && ok; ++x) {
+      const std::size_t base = static_cast<std::size_t>((z * g.ny) * g.nx + x);
+      const y_column<W, Ar> col{in + base, out + base, static_cast<std::size_t>(g.nx),
+                                static_cast<int>(x), ar};
+      for (idx y = 0; y < g.ny && ok; ++y)
+        ok = window_search(col, static_cast<int>(y), static_cast<int>(g.ny), dmax);
+    }
+    if (!ok) flags[z * xb + t % xb] = 1;
+  }
+}
+
+/// edt_z_window_kernel on the host: tile by tile (y, x / 32), as host_y_window.
+template <class W, class R, class Ar, bool DEFER>
+void host_z_window(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
+                   const geom& g, const Ar& ar, int dmax, unsigned char* flags) {
+  const idx xb = x_tiles(g.nx), tiles = g.ny * xb;
+  const std::size_t slice = static_cast<std::size_t>(g.nx * g.ny);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+  for (idx t = 0; t < tiles; ++t) {
+    const idx y = t / xb, x0 = (t % xb) * tile_columns, x1 = std::min(x0 + tile_columns, g.nx);
+    bool ok = true;
+    for (idx x = x0; x < x1 && ok; ++x) {
+      const std::size_t base = static_cast<std::size_t>(y * g.nx + x);
+      const z_column<W, R, Ar, DEFER> col{in + base,
+                                          out + base,
+                                          ix != nullptr ? ix + base : nullptr,
+                                          iy != nullptr ? iy + base : nullptr,
+                                          iz != nullptr ? iz + base : nullptr,
+                                          slice,
+                                          static_cast<int>(x),
+                                          static_cast<int>(y),
+                                          ar};
+      for (idx z = 0; z < g.nz && ok; ++z)
+        ok = window_search(col, static_cast<int>(z), static_cast<int>(g.nz), dmax);
+    }
+    if (!ok) flags[t] = 1;
+  }
+}
 
 /// Pass 1 on the host: rows [rows_begin, rows_end) of nx voxels.
 template <class T, class W>
@@ -591,7 +805,8 @@ void host_rows(const T* mask, W* out, idx nx, idx rows_begin, idx rows_end) {
 /// column first with a stack of cap entries, and if that overflows, again with its stack in
 /// place in `in`, as on the CUDA backend; otherwise with an unbounded stack.
 template <class W, class Ar>
-void host_y(W* in, W* out, const geom& g, const Ar& ar, int cap, idx z0, idx z1) {
+void host_y(W* in, W* out, const geom& g, const Ar& ar, int cap, idx z0, idx z1,
+            const unsigned char* flags) {
   const idx cols = (z1 - z0) * g.nx;
   const int ny = static_cast<int>(g.ny);
 #if defined(_OPENMP)
@@ -604,6 +819,7 @@ void host_y(W* in, W* out, const geom& g, const Ar& ar, int cap, idx z0, idx z1)
 #endif
     for (idx c = 0; c < cols; ++c) {
       const idx z = z0 + c / g.nx, x = c % g.nx;
+      if (flags != nullptr && flags[z * x_tiles(g.nx) + x / tile_columns] == 0) continue;
       const std::size_t base = static_cast<std::size_t>((z * g.ny) * g.nx + x);
       const y_column<W, Ar> col{in + base, out + base, static_cast<std::size_t>(g.nx),
                                 static_cast<int>(x), ar};
@@ -617,7 +833,7 @@ void host_y(W* in, W* out, const geom& g, const Ar& ar, int cap, idx z0, idx z1)
 /// stack).
 template <class W, class R, class Ar, bool DEFER>
 void host_z(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
-            const geom& g, const Ar& ar, int cap) {
+            const geom& g, const Ar& ar, int cap, const unsigned char* flags) {
   const idx cols = g.nx * g.ny;
   const std::size_t slice = static_cast<std::size_t>(cols);
   const int nz = static_cast<int>(g.nz);
@@ -631,6 +847,8 @@ void host_z(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_
 #pragma omp for schedule(static)
 #endif
     for (idx c = 0; c < cols; ++c) {
+      if (flags != nullptr && flags[(c / g.nx) * x_tiles(g.nx) + (c % g.nx) / tile_columns] == 0)
+        continue;
       const std::size_t base = static_cast<std::size_t>(c);
       const z_column<W, R, Ar, DEFER> col{in + base,
                                    out + base,
