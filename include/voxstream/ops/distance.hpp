@@ -3,10 +3,14 @@
 ///        semantics: for every voxel, the distance to the nearest zero voxel of a mask, in
 ///        physical units (per-axis sampling), and optionally the index of that zero voxel.
 ///
-/// Algorithm: exact and separable (Meijster's lower envelope of parabolas), no approximation.
-/// Pass 1 finds, for every voxel, the nearest zero of its row along x; pass 2 takes, along each
-/// y column, the lower envelope of the parabolas (sx (x - fx))^2 + (sy (y - q))^2; pass 3 does the
-/// same along z. The passes carry the nearest zero voxel itself (its x and y index), not a
+/// Algorithm: exact and separable, no approximation. Pass 1 finds, for every voxel, the nearest
+/// zero of its row along x; pass 2 takes, along each y column, the minimum of the parabolas
+/// (sx (x - fx))^2 + (sy (y - q))^2 over the column's sites q; pass 3 does the same along z.
+/// Passes 2 and 3 search outwards from each voxel along its column for as long as a site could
+/// still be nearer (a thread per voxel: the work follows the distances), and a tile of 32
+/// columns with a voxel farther than 32 voxels from its answer is redone by Meijster's lower
+/// envelope of the parabolas (a thread per column): both give the same minimum, with the same
+/// site on ties (the lowest). The passes carry the nearest zero voxel itself (its x and y index), not a
 /// distance, and the output is computed from it as scipy does, in double:
 /// sqrt(((sz dz)^2 + (sy dy)^2) + (sx dx)^2), then rounded to R. So wherever the nearest zero voxel
 /// is unique, or the tied ones are at the same distance (always the case with unit or isotropic
