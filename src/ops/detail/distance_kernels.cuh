@@ -476,9 +476,16 @@ inline constexpr unsigned col_block = col_threads * col_rows;
 inline constexpr unsigned fallback_threads = 64;  // the overflow kernels' blocks
 static_assert(col_threads == tile_columns, "a tile of the windowed passes is a warp's columns");
 
+/// Pass 1's chunks per segment: a warp loads a segment of 16 chunks of 32 voxels at once (16
+/// independent loads a lane in flight, where one chunk at a time left the loads latency-bound),
+/// and lane k keeps the ballot of chunk k of the segment.
+inline constexpr int row_segment = 16;
+
 /// Pass 1 (one warp per row of slices [z0, z1)): nearest zero along x of every voxel. Each chunk
 /// of 32 voxels is loaded once (a ballot); the warp carries the last zero before the chunk and
-/// the ballot of the next chunk after it that holds a zero, found ahead.
+/// the ballot of the next chunk after it that holds a zero, found ahead. Ballots are asked for
+/// in increasing chunk order only, so one segment of them (row_segment chunks, loaded together)
+/// serves them.
 template <class T, class W>
 __global__ void __launch_bounds__(row_threads)
     edt_rows_kernel(const T* mask, W* out, idx nx, idx rows_begin, idx rows_end) {
@@ -489,9 +496,25 @@ __global__ void __launch_bounds__(row_threads)
        row < rows_end; row += warps) {
     const T* m = mask + static_cast<std::size_t>(row) * static_cast<std::size_t>(nx);
     W* o = out + static_cast<std::size_t>(row) * static_cast<std::size_t>(nx);
+    idx seg = -1;          // the segment whose ballots `mine` holds
+    unsigned mine = 0;     // lane k: the ballot of chunk seg * row_segment + k
     auto ballot = [&](idx c) {
-      const idx x = c * 32 + lane;
-      return __ballot_sync(0xffffffffu, x < nx && m[x] == T(0));
+      const idx s = c / row_segment;
+      if (s != seg) {  // uniform: every lane asks for the same chunk
+        seg = s;
+        T v[row_segment];
+#pragma unroll
+        for (int k = 0; k < row_segment; ++k) {
+          const idx x = (s * row_segment + k) * 32 + lane;
+          v[k] = x < nx ? m[x] : T(1);
+        }
+#pragma unroll
+        for (int k = 0; k < row_segment; ++k) {
+          const unsigned b = __ballot_sync(0xffffffffu, v[k] == T(0));
+          if (lane == static_cast<unsigned>(k)) mine = b;
+        }
+      }
+      return __shfl_sync(0xffffffffu, mine, static_cast<int>(c % row_segment));
     };
     // the first chunk after c that holds a zero (chunks if none), and its ballot
     idx next = 1;
