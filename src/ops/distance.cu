@@ -221,8 +221,9 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
                          static_cast<unsigned>(std::min<std::size_t>(
                              (e.z + window_rows - 1) / window_rows, max_grid_yz)),
                          static_cast<unsigned>(std::min<std::size_t>(e.y, max_grid_yz)));
-        edt_z_window_kernel<W, R, Ar, D><<<wgrid, dim3(col_threads, window_rows, 1), 0,
-                                           s.value()>>>(bw, dst, px, pyi, pzi, g, az, reach, zf);
+        edt_z_window_kernel<W, R, Ar, D>
+            <<<wgrid, dim3(col_threads, window_rows, 1), 0, s.value()>>>(bw, dst, px, pyi, pzi, g,
+                                                                         az, reach, zf);
         check_launch(op);
       }
       edt_z_kernel<W, R, Ar, D><<<grid, dim3(col_threads, col_rows, 1), smem, s.value()>>>(

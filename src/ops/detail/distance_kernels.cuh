@@ -322,6 +322,24 @@ struct z_column {
   }
 };
 
+/// Pass 3's column at (x, y), whose first voxel is at offset `base` of the volumes (the index
+/// volumes null when not asked for).
+template <class W, class R, class Ar, bool DEFER>
+VOX_HD inline z_column<W, R, Ar, DEFER> z_column_at(const W* in, R* out, std::int32_t* ix,
+                                                    std::int32_t* iy, std::int32_t* iz,
+                                                    std::size_t base, std::size_t slice, int x,
+                                                    int y, const Ar& ar) {
+  return {in + base,
+          out + base,
+          ix != nullptr ? ix + base : nullptr,
+          iy != nullptr ? iy + base : nullptr,
+          iz != nullptr ? iz + base : nullptr,
+          slice,
+          x,
+          y,
+          ar};
+}
+
 // --- the envelope of one column ---------------------------------------------------------------
 
 /// Writes positions hi down to lo from the hull in the stack: entry j (ej, qj, gj) on top,
@@ -496,8 +514,8 @@ __global__ void __launch_bounds__(row_threads)
        row < rows_end; row += warps) {
     const T* m = mask + static_cast<std::size_t>(row) * static_cast<std::size_t>(nx);
     W* o = out + static_cast<std::size_t>(row) * static_cast<std::size_t>(nx);
-    idx seg = -1;          // the segment whose ballots `mine` holds
-    unsigned mine = 0;     // lane k: the ballot of chunk seg * row_segment + k
+    idx seg = -1;       // the segment whose ballots `mine` holds
+    unsigned mine = 0;  // lane k: the ballot of chunk seg * row_segment + k
     auto ballot = [&](idx c) {
       const idx s = c / row_segment;
       if (s != seg) {  // uniform: every lane asks for the same chunk
@@ -609,8 +627,8 @@ __global__ void __launch_bounds__(fallback_threads)
 /// columns go to the list (count, then ids: y * nx + x).
 template <class W, class R, class Ar, bool DEFER>
 __global__ void __launch_bounds__(col_block, 9)
-    edt_z_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
-                 geom g, Ar ar, int cap, unsigned long long* count, unsigned long long* ids,
+    edt_z_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz, geom g,
+                 Ar ar, int cap, unsigned long long* count, unsigned long long* ids,
                  const unsigned char* flags) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   if (x >= g.nx) return;
@@ -621,15 +639,8 @@ __global__ void __launch_bounds__(col_block, 9)
     if (flags != nullptr && flags[y * xblocks + blockIdx.x] == 0) continue;  // done by the window
     const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) +
                              static_cast<std::size_t>(x);
-    const z_column<W, R, Ar, DEFER> col{in + base,
-                                 out + base,
-                                 ix != nullptr ? ix + base : nullptr,
-                                 iy != nullptr ? iy + base : nullptr,
-                                 iz != nullptr ? iz + base : nullptr,
-                                 slice,
-                                 static_cast<int>(x),
-                                 static_cast<int>(y),
-                                 ar};
+    const auto col = z_column_at<W, R, Ar, DEFER>(in, out, ix, iy, iz, base, slice,
+                                                  static_cast<int>(x), static_cast<int>(y), ar);
     if (!envelope(col, st, static_cast<int>(g.nz))) {
       const unsigned long long i = atomicAdd(count, 1ull);
       ids[i] = static_cast<unsigned long long>(base);
@@ -653,15 +664,9 @@ __global__ void __launch_bounds__(fallback_threads)
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
   for (unsigned long long i = t; i < n; i += slots) {
     const unsigned long long base = ids[i];
-    const z_column<W, R, Ar, DEFER> col{in + base,
-                                 out + base,
-                                 ix != nullptr ? ix + base : nullptr,
-                                 iy != nullptr ? iy + base : nullptr,
-                                 iz != nullptr ? iz + base : nullptr,
-                                 slice,
-                                 static_cast<int>(base % nx),
-                                 static_cast<int>(base / nx),
-                                 ar};
+    const auto col =
+        z_column_at<W, R, Ar, DEFER>(in, out, ix, iy, iz, base, slice, static_cast<int>(base % nx),
+                                     static_cast<int>(base / nx), ar);
     envelope(col, st, static_cast<int>(g.nz));
   }
 }
@@ -687,7 +692,8 @@ __global__ void __launch_bounds__(col_threads* window_rows)
                               static_cast<int>(x), ar};
     for (idx y = idx{blockIdx.y} * window_rows + threadIdx.y; y < g.ny;
          y += idx{gridDim.y} * window_rows) {
-      const bool ok = !inside || window_search(col, static_cast<int>(y), static_cast<int>(g.ny), dmax);
+      const bool ok =
+          !inside || window_search(col, static_cast<int>(y), static_cast<int>(g.ny), dmax);
       if (__any_sync(0xffffffffu, !ok)) {
         if (threadIdx.x == 0) *flag = 1;
         break;
@@ -701,8 +707,8 @@ __global__ void __launch_bounds__(col_threads* window_rows)
 /// edt_y_window_kernel.
 template <class W, class R, class Ar, bool DEFER>
 __global__ void __launch_bounds__(col_threads* window_rows)
-    edt_z_window_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy,
-                        std::int32_t* iz, geom g, Ar ar, int dmax, unsigned char* flags) {
+    edt_z_window_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
+                        geom g, Ar ar, int dmax, unsigned char* flags) {
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   const bool inside = x < g.nx;
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
@@ -710,20 +716,14 @@ __global__ void __launch_bounds__(col_threads* window_rows)
   for (idx y = blockIdx.z; y < g.ny; y += gridDim.z) {
     volatile unsigned char* flag = flags + y * xblocks + blockIdx.x;
     if (*flag != 0) continue;
-    const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) +
-                             static_cast<std::size_t>(x);
-    const z_column<W, R, Ar, DEFER> col{in + base,
-                                        out + base,
-                                        ix != nullptr ? ix + base : nullptr,
-                                        iy != nullptr ? iy + base : nullptr,
-                                        iz != nullptr ? iz + base : nullptr,
-                                        slice,
-                                        static_cast<int>(x),
-                                        static_cast<int>(y),
-                                        ar};
+    const std::size_t base =
+        static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) + static_cast<std::size_t>(x);
+    const auto col = z_column_at<W, R, Ar, DEFER>(in, out, ix, iy, iz, base, slice,
+                                                  static_cast<int>(x), static_cast<int>(y), ar);
     for (idx z = idx{blockIdx.y} * window_rows + threadIdx.y; z < g.nz;
          z += idx{gridDim.y} * window_rows) {
-      const bool ok = !inside || window_search(col, static_cast<int>(z), static_cast<int>(g.nz), dmax);
+      const bool ok =
+          !inside || window_search(col, static_cast<int>(z), static_cast<int>(g.nz), dmax);
       if (__any_sync(0xffffffffu, !ok)) {
         if (threadIdx.x == 0) *flag = 1;
         break;
@@ -781,15 +781,8 @@ void host_z_window(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std:
     bool ok = true;
     for (idx x = x0; x < x1 && ok; ++x) {
       const std::size_t base = static_cast<std::size_t>(y * g.nx + x);
-      const z_column<W, R, Ar, DEFER> col{in + base,
-                                          out + base,
-                                          ix != nullptr ? ix + base : nullptr,
-                                          iy != nullptr ? iy + base : nullptr,
-                                          iz != nullptr ? iz + base : nullptr,
-                                          slice,
-                                          static_cast<int>(x),
-                                          static_cast<int>(y),
-                                          ar};
+      const auto col = z_column_at<W, R, Ar, DEFER>(in, out, ix, iy, iz, base, slice,
+                                                    static_cast<int>(x), static_cast<int>(y), ar);
       for (idx z = 0; z < g.nz && ok; ++z)
         ok = window_search(col, static_cast<int>(z), static_cast<int>(g.nz), dmax);
     }
@@ -873,15 +866,9 @@ void host_z(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_
       if (flags != nullptr && flags[(c / g.nx) * x_tiles(g.nx) + (c % g.nx) / tile_columns] == 0)
         continue;
       const std::size_t base = static_cast<std::size_t>(c);
-      const z_column<W, R, Ar, DEFER> col{in + base,
-                                   out + base,
-                                   ix != nullptr ? ix + base : nullptr,
-                                   iy != nullptr ? iy + base : nullptr,
-                                   iz != nullptr ? iz + base : nullptr,
-                                   slice,
-                                   static_cast<int>(c % g.nx),
-                                   static_cast<int>(c / g.nx),
-                                   ar};
+      const auto col =
+          z_column_at<W, R, Ar, DEFER>(in, out, ix, iy, iz, base, slice, static_cast<int>(c % g.nx),
+                                       static_cast<int>(c / g.nx), ar);
       if (cap > 0 && envelope(col, col_stack<z_entry<W>>{small.data(), 1, cap}, nz)) continue;
       envelope(col, col_stack<z_entry<W>>{full.data(), 1, nz}, nz);
     }
