@@ -3,7 +3,7 @@
 the same masks in cupyx.scipy.ndimage (and cuCIM where installed), in one call on one GPU.
 
     python3 bench/segment_compare.py [BENCH_OPS] [--shape 512^3] [--reps 10] [--no-cucim]
-                                     [--cap-ms 2000]
+                                     [--cap-ms 2000] [--only REGEX]
 
 BENCH_OPS (default build/cuda/bench/ops/bench_ops) runs first: `bench_ops --segment --shape S
 --reps N --write-masks DIR` makes the masks on the GPU (see bench/ops/segment.cu: "blobs", seeded
@@ -122,6 +122,9 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=10, help="timed runs of a fast case")
     ap.add_argument("--cap-ms", type=float, default=2000.0, help="timed ms of a slow case")
     ap.add_argument("--no-cucim", action="store_true")
+    ap.add_argument("--only", default="",
+                    help="compare only the cases matching this regex (e.g. '^edt'); "
+                         "bench_ops still times every case")
     args = ap.parse_args(argv)
 
     tmp = tempfile.mkdtemp(prefix="vox_segment_")
@@ -236,6 +239,8 @@ def main(argv=None):
     for r in results:
         case, mask = r["case"], r["mask"]
         if case.startswith("copy"):
+            continue
+        if args.only and not re.search(args.only, case):
             continue
         m = masks.get(mask)
         row = dict(r)
