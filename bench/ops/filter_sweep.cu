@@ -293,8 +293,9 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //  - the 3x3(x3) mean of 8- and 16-bit voxels: float sums and a division (float_sums;
     //    default: int sums), and for unsigned voxels signed int sums with a clamp per pass
     //    (int_clamp; default: unsigned);
-    //  - the 3x3x3 median of 8- and 16-bit voxels: the network on the voxel type
-    //    (voxel_values; default: on int values);
+    //  - the 3x3x3 median of 8- and 16-bit voxels: the network on int values, one output
+    //    column a value (int_values), or on the voxel type (voxel_values); default: two columns
+    //    in the 16-bit lanes of a word;
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (fused; default: the xy
     //    kernel, then the z kernel);
     //  - the Gaussian's xy pass of 8- and 16-bit voxels at any radius up to 16: the
@@ -338,8 +339,11 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::box_yx_walk, false, "old_walks", &filt::box_z_walk_deep, false});
     if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>)
       alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
-    if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2)
-      alts.push_back({&filt::median3_int_values, false, "voxel_values"});
+    if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
+      alts.push_back({&filt::median3_lanes, false, "int_values"});
+      alts.push_back({&filt::median3_lanes, false, "voxel_values", &filt::median3_int_values,
+                      false});
+    }
     if (c.op == op_kind::uniform && c.size == 3 && std::is_unsigned_v<T>)
       alts.push_back({&filt::uniform3_uint_sums, false, "int_clamp"});
     if (gauss && c.dims == 3 && rxy <= 8 && radius(c.sigma.z) <= 8)

@@ -5,6 +5,7 @@
 #include <voxstream/ops/filter.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "detail/filter_pass.cuh"
 #include "detail/filter_paths.hpp"
 #include "detail/filter_rank.cuh"
+#include "detail/lanes16.hpp"
 #include "detail/march.cuh"
 #include "detail/median_network.cuh"
 #include "../detail/voxel_types.hpp"
@@ -54,6 +56,48 @@ struct median_fn {
       r = select_kth(v, N, N / 2);
     }
     out[(z * ny + y) * nx + x] = r;
+  }
+};
+
+/// The 3x3x3 median of 8- and 16-bit voxels, two neighbouring outputs a call (x = 2 ux and
+/// x + 1) in the two 16-bit lanes of a word (lanes16.hpp): each window row's voxels x - 1 .. x + 2
+/// make a left word (x - 1, x) and a right word (x + 1, x + 2), and their middle (x, x + 1) is
+/// lanes_mid of the two; median27's networks then run once for both outputs. The CUDA kernel
+/// median3p_kernel builds its windows the same way from sorted y-triples; the host backend runs
+/// this, so the lanes and their shifts are tested without a GPU.
+template <class T>
+struct median3_lanes_fn {
+  const T* in;
+  T* out;
+  idx_t nx, ny, nz;
+  border mode;
+  T cval;
+
+  VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
+    using L = lanes_of<T>;
+    const idx_t x = 2 * static_cast<idx_t>(ux), y = static_cast<idx_t>(uy),
+                z = static_cast<idx_t>(uz);
+    L v[27];
+    for (int dz = -1; dz <= 1; ++dz) {
+      const idx_t mz = map_border(z + dz, nz, mode);
+      for (int dy = -1; dy <= 1; ++dy) {
+        const idx_t my = map_border(y + dy, ny, mode);
+        T row[4];
+        for (int dx = -1; dx <= 2; ++dx) {
+          const idx_t mx = map_border(x + dx, nx, mode);
+          row[dx + 1] = (mx < 0 || my < 0 || mz < 0) ? cval : in[(mz * ny + my) * nx + mx];
+        }
+        const L left = pack_lanes<T>(row[0], row[1]), right = pack_lanes<T>(row[2], row[3]);
+        L* w = v + ((dz + 1) * 3 + (dy + 1)) * 3;
+        w[0] = left;
+        w[1] = lanes_mid(left, right);
+        w[2] = right;
+      }
+    }
+    const L r = median27(v);
+    T* o = out + (z * ny + y) * nx + x;
+    o[0] = lane_voxel<T>(r, 0);
+    if (x + 1 < nx) o[1] = lane_voxel<T>(r, 1);
   }
 };
 
@@ -322,6 +366,137 @@ __global__ void __launch_bounds__(mw_threads, 2)
   });
 }
 
+// 8- and 16-bit voxels (switch median3_lanes, the default): the tile, march and loads of
+// median3w_kernel, but a thread's two output columns are the two 16-bit lanes of one word
+// (lanes16.hpp), so that one network serves both and each min or max is one VIMNMX.U16x2 (.S16x2
+// for int16): per plane 36 ops for two columns (median3w_kernel: 30 a column), 48 for the ranks
+// that two outputs share and 18 for each pair of outputs, in half the registers. The sorted
+// y-triples are words of two halo columns; a thread's window is its word (left: x - 1, x), the
+// next (right: x + 1, x + 2) and their middle, one funnel shift.
+template <class T>
+__global__ void __launch_bounds__(mw_threads, 2)
+    median3p_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
+                    T cval) {
+  using L = lanes_of<T>;
+  constexpr int mw_words = mw_hx / 2;  // words of a halo row: 32 and warp 0's extra one
+  __shared__ alignas(16) T sp[2][mw_hy][mw_hx];       // two raw planes with their xy halo
+  __shared__ alignas(16) L sc[2][3][mw_ty][mw_words];  // their sorted y-triples, two lanes a word
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int t = ty * mw_tx + tx;
+  const idx_t slice = g.nx * g.ny;
+  // Warp 0's lanes t < 16 sort the last word (halo columns 64, 65): plane and row.
+  const int lp = (t >> 3) & 1, lr = t & 7;
+  const bool last_slot = t < 2 * mw_plane - (mw_slots - 1) * mw_threads;
+
+  for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
+    const idx_t x0 = bx * mw_ox, y0 = by * mw_ty;
+    idx_t off[mw_slots];
+    const T* src[mw_slots];
+#pragma unroll
+    for (int i = 0; i < mw_slots; ++i) {
+      const int q = t + i * mw_threads;
+      const int pl = q >= mw_plane ? 1 : 0, qq = q - pl * mw_plane;
+      const idx_t mx = map_fast(x0 + qq % mw_hx - 1, g.nx, mode);
+      const idx_t my = map_fast(y0 + qq / mw_hx - 1, g.ny, mode);
+      off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
+      src[i] = in + (off[i] + pl * slice);
+    }
+    auto fetch = [&](idx_t za, T(&v)[mw_slots]) {
+      if (za >= 0 && za + 1 < g.nz) {
+        const idx_t dz = za * slice;
+#pragma unroll
+        for (int i = 0; i < mw_slots; ++i)
+          if (i < mw_slots - 1 || last_slot) v[i] = off[i] < 0 ? cval : src[i][dz];
+      } else {
+        const idx_t ma = map_fast(za, g.nz, mode), mb = map_fast(za + 1, g.nz, mode);
+#pragma unroll
+        for (int i = 0; i < mw_slots; ++i) {
+          if (i == mw_slots - 1 && !last_slot) continue;
+          const idx_t mz = t + i * mw_threads < mw_plane ? ma : mb;
+          v[i] = (off[i] < 0 || mz < 0) ? cval : in[mz * slice + off[i]];
+        }
+      }
+    };
+    auto sort = [&](const T(&v)[mw_slots]) {
+#pragma unroll
+      for (int i = 0; i < mw_slots; ++i)
+        if (i < mw_slots - 1 || last_slot) (&sp[0][0][0])[t + i * mw_threads] = v[i];
+      __syncthreads();
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        L w[3];
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+          const md_pair<T> r = *reinterpret_cast<const md_pair<T>*>(&sp[p][ty + k][2 * tx]);
+          w[k] = pack_lanes<T>(r.a, r.b);
+        }
+        L s3[3];
+        sort3(w[0], w[1], w[2], s3);
+#pragma unroll
+        for (int k = 0; k < 3; ++k) sc[p][k][ty][tx] = s3[k];
+      }
+      if (t < 2 * mw_ty) {
+        L w[3];
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+          const md_pair<T> r = *reinterpret_cast<const md_pair<T>*>(&sp[lp][lr + k][mw_ox]);
+          w[k] = pack_lanes<T>(r.a, r.b);
+        }
+        L s3[3];
+        sort3(w[0], w[1], w[2], s3);
+#pragma unroll
+        for (int k = 0; k < 3; ++k) sc[lp][k][lr][mw_tx] = s3[k];
+      }
+      __syncthreads();
+    };
+    // The sorted 3x3 windows of plane p (0, 1) at this thread's two output columns, as lanes.
+    auto window = [&](int p, L(&w)[9]) {
+      L a[3], b[3], c[3];
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {
+        a[k] = sc[p][k][ty][tx];
+        c[k] = sc[p][k][ty][tx + 1];
+        b[k] = lanes_mid(a[k], c[k]);
+      }
+      merge_3x3(a, b, c, w);
+    };
+    auto store = [&](T* o, L v, bool s0, bool s1) {
+      const T v0 = lane_voxel<T>(v, 0), v1 = lane_voxel<T>(v, 1);
+      if (s1 && reinterpret_cast<std::uintptr_t>(o) % (2 * sizeof(T)) == 0) {
+        *reinterpret_cast<md_pair<T>*>(o) = md_pair<T>{v0, v1};
+      } else {
+        if (s0) o[0] = v0;
+        if (s1) o[1] = v1;
+      }
+    };
+
+    const idx_t gx = x0 + 2 * tx, gy = y0 + ty;
+    const bool st0 = gy < g.ny && gx < g.nx, st1 = gy < g.ny && gx + 1 < g.nx;
+    const idx_t col = gy * g.nx + gx;
+    L below[9], mid[9], next[9], m[10];
+    T pf[mw_slots];
+    fetch(zs - 1, pf);
+    sort(pf);
+    window(0, below);
+    window(1, mid);
+    fetch(zs + 1, pf);
+    for (idx_t z = zs; z < ze; z += 2) {
+      sort(pf);                           // planes z + 1, z + 2
+      if (z + 2 < ze) fetch(z + 3, pf);  // in flight during the merges below
+      window(0, next);                    // plane z + 1
+      merge_9x9_mid(mid, next, m);        // planes z, z + 1: shared by outputs z, z + 1
+      T* o = out + z * slice + col;
+      store(o, kth14(m, below), st0, st1);
+#pragma unroll
+      for (int k = 0; k < 9; ++k) below[k] = next[k];
+      window(1, next);  // plane z + 2
+      if (z + 1 < ze) store(o + slice, kth14(m, next), st0, st1);
+#pragma unroll
+      for (int k = 0; k < 9; ++k) mid[k] = next[k];
+    }
+  });
+}
+
 /// Chunk depth of the 3x3x3 median marching a slice of tiles of tile_x x tile_y: every chunk
 /// sorts its two halo planes again (2 per 16 outputs in chunks of 16). When one slice's tiles
 /// already fill the device (at two blocks per SM), slabs and chunks of 64 keep that to 3% at no
@@ -350,6 +525,11 @@ void run_median3(stream_set& streams, const char* op, const volume<T>& in, volum
                    const dim3u gr = march_grid(g);
                    const dim3 grid(gr.x, gr.y, gr.z), block(mw_tx, mw_ty, 1);
                    if constexpr (sizeof(T) <= 2) {
+                     if (median3_lanes.load(std::memory_order_relaxed)) {
+                       median3p_kernel<T><<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
+                       detail::check_launch(op);
+                       return;
+                     }
                      if (median3_int_values.load(std::memory_order_relaxed)) {
                        median3w_kernel<T, int>
                            <<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
@@ -385,6 +565,24 @@ void run_median_voxels(stream_set& streams, const char* op, const volume<T>& in,
 }
 
 #if !VOX_BACKEND_CUDA
+/// The 3x3x3 median of 8- and 16-bit voxels through median3_lanes_fn: two outputs a call (the
+/// host backend's path; median3p_kernel on the CUDA backend).
+template <class T>
+void run_median3_lanes(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
+                       border mode, T cval) {
+  const extent3 e = in.extent();
+  const median3_lanes_fn<T> f{in.data(),
+                              out.data(),
+                              static_cast<idx_t>(e.x),
+                              static_cast<idx_t>(e.y),
+                              static_cast<idx_t>(e.z),
+                              mode,
+                              cval};
+  const extent3 pairs{(e.x + 1) / 2, e.y, e.z};
+  exec::run_op(streams, op, {read_z(in, 1, mode), vox::write(out)},
+               [&](stream_view s, const slab& w) { launch_voxels(s, f, pairs, w, op); });
+}
+
 /// The rank-th smallest of any box window of up to max_rank_window voxels, one voxel per call
 /// (the host backend's path).
 template <class T>
@@ -445,6 +643,14 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
   if (!cube3 && run_rank_kernel<T>(streams, op, in, out, r, o.dims, rank, o.mode, cval)) return;
 #endif
   if (cube3) {
+#if !VOX_BACKEND_CUDA
+    if constexpr (has_lanes16<T>) {
+      if (o.dims == 3 && median3_lanes.load(std::memory_order_relaxed)) {
+        run_median3_lanes<T>(streams, op, in, out, o.mode, cval);
+        return;
+      }
+    }
+#endif
     if (o.dims == 3) {
       run_median_voxels<T, 3, true>(streams, op, in, out, o.mode, cval);
     } else {

@@ -30,6 +30,7 @@
 
 #include "../../src/memory/detail/counters.hpp"
 #include "../../src/ops/detail/filter_paths.hpp"
+#include "../../src/ops/detail/lanes16.hpp"
 #include "../../src/ops/detail/van_herk.hpp"
 #include "../common/border_ref.hpp"
 #include "../common/compare.hpp"
@@ -879,25 +880,66 @@ TYPED_TEST(FilterTyped, MedianMatchesReference) {
   check_median<T>(odd_ext, 5, opts(border::nearest, 3), three, 54);
 }
 
-// The 3x3x3 median's network on int values for 8- and 16-bit voxels (CUDA switch
-// median3_int_values, the default; other types keep one path) and on the voxel type (the switch
-// off): every border mode, odd extents, a single slice, chunks that end inside the volume.
-TYPED_TEST(FilterTyped, Median3OnIntValuesMatchesReference) {
+// The 3x3x3 median of 8- and 16-bit voxels by each of its paths: two outputs in the 16-bit lanes
+// of a word (switch median3_lanes, the default on both backends: median3p_kernel on CUDA,
+// median3_lanes_fn on the host), and on CUDA with the lanes off the network on int values
+// (median3_int_values) or on the voxel type. Every border mode, odd extents (the last lane pair
+// half outside), one and two columns, a single slice, chunks that end inside the volume.
+TYPED_TEST(FilterTyped, Median3PathsOfNarrowVoxelsMatchReference) {
   using T = TypeParam;
-  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the median network kernel is the cuda backend's";
   if (sizeof(T) > 2) GTEST_SKIP() << "8- and 16-bit voxels only";
-  const auto both = [&](bool ints) {  // a lambda: see BoxMeanOf3ThroughUnsignedSums
-    SCOPED_TRACE(ints ? "median3_int_values on" : "median3_int_values off");
-    const vox::detail::filt::scoped_path on(vox::detail::filt::median3_int_values, ints);
+  namespace filt = vox::detail::filt;
+  const auto path = [&](bool lanes, bool ints) {  // a lambda: see BoxMeanOf3ThroughUnsignedSums
+    SCOPED_TRACE(std::string(lanes ? "median3_lanes" : "median3_lanes off, ") +
+                 (lanes ? "" : ints ? "median3_int_values" : "voxel values"));
+    const filt::scoped_path l(filt::median3_lanes, lanes);
+    const filt::scoped_path i(filt::median3_int_values, ints);
     for (border m : all_modes) {
       check_median<T>(small_ext, 3, opts(m, 3, 4.0), three, 55);
       check_median<T>(extent3{131, 19, 1}, 3, opts(m, 3, -3.0), three, 56);
       check_median<T>(extent3{67, 70, 75}, 3, opts(m, 3, 200.0), three, 57);
+      check_median<T>(extent3{1, 5, 4}, 3, opts(m, 3, 7.0), three, 59);
+      check_median<T>(extent3{2, 3, 2}, 3, opts(m, 3, -1.0), three, 60);
     }
     check_median<T>(odd_ext, 3, opts(border::reflect, 3), three, 58);
   };
-  both(true);
-  both(false);
+  path(true, true);
+  if (!VOX_BACKEND_CUDA) return;  // the host backend's other path is median_fn, as for any type
+  path(false, true);
+  path(false, false);
+}
+
+// Two 16-bit lanes (lanes16.hpp, as the host backend runs them) against scalars: min, max, the
+// middle pair of two words, packing and unpacking, at the extremes of each voxel type.
+TEST(MedianLanes, MinMaxMiddleAndPackingMatchScalars) {
+  namespace filt = vox::detail::filt;
+  const auto check = [](auto tag, std::uint32_t seed) {
+    using T = decltype(tag);
+    std::mt19937 rng(seed);
+    std::vector<T> pool = {std::numeric_limits<T>::lowest(), std::numeric_limits<T>::max(), T(0),
+                           T(1), static_cast<T>(std::numeric_limits<T>::max() / 2)};
+    std::uniform_int_distribution<int> any(std::numeric_limits<T>::lowest(),
+                                           std::numeric_limits<T>::max());
+    for (int i = 0; i < 64; ++i) pool.push_back(static_cast<T>(any(rng)));
+    std::uniform_int_distribution<std::size_t> pick(0, pool.size() - 1);
+    for (int i = 0; i < 2000; ++i) {
+      const T a0 = pool[pick(rng)], a1 = pool[pick(rng)], b0 = pool[pick(rng)],
+              b1 = pool[pick(rng)];
+      const auto a = filt::pack_lanes<T>(a0, a1), b = filt::pack_lanes<T>(b0, b1);
+      ASSERT_EQ(filt::lane_voxel<T>(a, 0), a0);
+      ASSERT_EQ(filt::lane_voxel<T>(a, 1), a1);
+      const auto lo = filt::vmin(a, b), hi = filt::vmax(a, b), mid = filt::lanes_mid(a, b);
+      ASSERT_EQ(filt::lane_voxel<T>(lo, 0), std::min(a0, b0)) << +a0 << " " << +b0;
+      ASSERT_EQ(filt::lane_voxel<T>(lo, 1), std::min(a1, b1)) << +a1 << " " << +b1;
+      ASSERT_EQ(filt::lane_voxel<T>(hi, 0), std::max(a0, b0)) << +a0 << " " << +b0;
+      ASSERT_EQ(filt::lane_voxel<T>(hi, 1), std::max(a1, b1)) << +a1 << " " << +b1;
+      ASSERT_EQ(filt::lane_voxel<T>(mid, 0), a1);
+      ASSERT_EQ(filt::lane_voxel<T>(mid, 1), b0);
+    }
+  };
+  check(std::uint8_t{}, 1);
+  check(std::uint16_t{}, 2);
+  check(std::int16_t{}, 3);
 }
 
 // Ranks of every kind over windows of several shapes: the CUDA rank machinery (tiles of 16

@@ -135,6 +135,11 @@ inline std::atomic<bool> box_z_walk_deep{true};
 /// took 0.765x the second's time for uint8 (0.531 against 0.694 ms) and 0.928x for uint16.
 inline std::atomic<bool> median3_int_values{true};
 
+/// The 3x3x3 median of 8- and 16-bit voxels: a thread's two output columns as the two 16-bit
+/// lanes of one word (lanes16.hpp), one network for both, each min or max one VIMNMX (true, the
+/// default), or median3_int_values' choice (false). All give the same voxels.
+inline std::atomic<bool> median3_lanes{true};
+
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
 class scoped_path {

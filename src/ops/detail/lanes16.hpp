@@ -1,0 +1,110 @@
+// Internal to the median filters (both backends compile it; the host backend runs the same
+// lanes, so CI tests them): two 16-bit lanes in a 32-bit word, whose min and max are one
+// instruction on sm_90 (VIMNMX.U16x2 / .S16x2 for __vminu2 / __vmins2 ...), so that a selection
+// network written for one value (median_network.cuh) sorts two voxels' windows at once.
+//
+// 8-bit voxels take unsigned lanes too (zero-extended): __vminu4 costs about five instructions
+// on sm_90 (it is emulated), more than one per voxel. uint16 takes unsigned lanes, int16 signed
+// ones (the lane holds the voxel's two's-complement bits).
+// Not installed.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include <voxstream/core/macros.hpp>
+
+namespace vox::detail::filt {
+
+/// Two unsigned 16-bit lanes: lane 0 in bits 0..15, lane 1 in bits 16..31.
+struct lanes_u16 {
+  unsigned w;
+};
+/// Two signed 16-bit lanes.
+struct lanes_s16 {
+  unsigned w;
+};
+
+/// The lanes type of 8- and 16-bit voxels T.
+template <class T>
+using lanes_of = std::conditional_t<std::is_same_v<T, std::int16_t>, lanes_s16, lanes_u16>;
+
+/// The voxels T with lanes: 8- and 16-bit integers.
+template <class T>
+inline constexpr bool has_lanes16 = std::is_same_v<T, std::uint8_t> ||
+                                    std::is_same_v<T, std::uint16_t> ||
+                                    std::is_same_v<T, std::int16_t>;
+
+namespace lanes_detail {
+VOX_HD inline unsigned lane(unsigned w, int k) { return (w >> (16 * k)) & 0xffffu; }
+VOX_HD inline int slane(unsigned w, int k) {
+  return static_cast<int>(static_cast<std::int16_t>(static_cast<std::uint16_t>(lane(w, k))));
+}
+VOX_HD inline unsigned join(unsigned lo, unsigned hi) { return (lo & 0xffffu) | (hi << 16); }
+}  // namespace lanes_detail
+
+VOX_HD inline lanes_u16 vmin(lanes_u16 a, lanes_u16 b) {
+#if defined(__CUDA_ARCH__)
+  return {__vminu2(a.w, b.w)};
+#else
+  using namespace lanes_detail;
+  const unsigned l0 = lane(a.w, 0) < lane(b.w, 0) ? lane(a.w, 0) : lane(b.w, 0);
+  const unsigned l1 = lane(a.w, 1) < lane(b.w, 1) ? lane(a.w, 1) : lane(b.w, 1);
+  return {join(l0, l1)};
+#endif
+}
+VOX_HD inline lanes_u16 vmax(lanes_u16 a, lanes_u16 b) {
+#if defined(__CUDA_ARCH__)
+  return {__vmaxu2(a.w, b.w)};
+#else
+  using namespace lanes_detail;
+  const unsigned l0 = lane(a.w, 0) < lane(b.w, 0) ? lane(b.w, 0) : lane(a.w, 0);
+  const unsigned l1 = lane(a.w, 1) < lane(b.w, 1) ? lane(b.w, 1) : lane(a.w, 1);
+  return {join(l0, l1)};
+#endif
+}
+VOX_HD inline lanes_s16 vmin(lanes_s16 a, lanes_s16 b) {
+#if defined(__CUDA_ARCH__)
+  return {__vmins2(a.w, b.w)};
+#else
+  using namespace lanes_detail;
+  const int l0 = slane(a.w, 0) < slane(b.w, 0) ? slane(a.w, 0) : slane(b.w, 0);
+  const int l1 = slane(a.w, 1) < slane(b.w, 1) ? slane(a.w, 1) : slane(b.w, 1);
+  return {join(static_cast<unsigned>(l0), static_cast<unsigned>(l1))};
+#endif
+}
+VOX_HD inline lanes_s16 vmax(lanes_s16 a, lanes_s16 b) {
+#if defined(__CUDA_ARCH__)
+  return {__vmaxs2(a.w, b.w)};
+#else
+  using namespace lanes_detail;
+  const int l0 = slane(a.w, 0) < slane(b.w, 0) ? slane(b.w, 0) : slane(a.w, 0);
+  const int l1 = slane(a.w, 1) < slane(b.w, 1) ? slane(b.w, 1) : slane(a.w, 1);
+  return {join(static_cast<unsigned>(l0), static_cast<unsigned>(l1))};
+#endif
+}
+
+/// Lane 1 of a and lane 0 of b: the pair one lane to the right of a in the lane sequence a, b.
+template <class L>
+VOX_HD inline L lanes_mid(L a, L b) {
+#if defined(__CUDA_ARCH__)
+  return {__funnelshift_r(a.w, b.w, 16)};
+#else
+  return {(a.w >> 16) | (b.w << 16)};
+#endif
+}
+
+/// Packs voxels a (lane 0) and b (lane 1).
+template <class T>
+VOX_HD inline lanes_of<T> pack_lanes(T a, T b) {
+  return {lanes_detail::join(static_cast<unsigned>(static_cast<std::uint16_t>(a)),
+                             static_cast<unsigned>(static_cast<std::uint16_t>(b)))};
+}
+
+/// Lane k (0, 1) as a voxel.
+template <class T, class L>
+VOX_HD inline T lane_voxel(L v, int k) {
+  return static_cast<T>(static_cast<std::uint16_t>(lanes_detail::lane(v.w, k)));
+}
+
+}  // namespace vox::detail::filt
