@@ -296,6 +296,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //  - the 3x3x3 median of 8- and 16-bit voxels: the network on int values, one output
     //    column a value (int_values), or on the voxel type (voxel_values); default: two columns
     //    in the 16-bit lanes of a word;
+    //  - medians of size 5: the rank kernel's first form (rank_v1; default: precomputed update
+    //    codes, one counting loop, the bin's scan stopped at its count);
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (fused; default: the xy
     //    kernel, then the z kernel);
     //  - the Gaussian's xy pass of 8- and 16-bit voxels at any radius up to 16: the
@@ -339,6 +341,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::box_yx_walk, false, "old_walks", &filt::box_z_walk_deep, false});
     if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>)
       alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
+    if (c.op == op_kind::median && c.size > 3)
+      alts.push_back({&filt::rank_codes, false, "rank_v1"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
       alts.push_back({&filt::median3_lanes, false, "int_values"});
       alts.push_back({&filt::median3_lanes, false, "voxel_values", &filt::median3_int_values,
