@@ -210,8 +210,11 @@ def sweep_cases():
         iso = sg[0] == sg[1] == sg[2]
         name = "gaussian_sigma=" + ("%g" % sg[0] if iso else "x%gy%gz%g" % sg)
         cases.append({"name": name, "op": "gaussian", "dims": 3, "sigma_xyz": sg})
-    for s in (3, 5):
-        cases.append({"name": "median_size=%d" % s, "op": "median", "dims": 3, "size": s})
+    for dims in (3, 2):
+        for s in (3, 5):
+            opname = "median" + ("2d" if dims == 2 else "")
+            cases.append({"name": "%s_size=%d" % (opname, s), "op": opname, "dims": dims,
+                          "size": s})
     return cases
 
 
@@ -345,7 +348,7 @@ def cupyx_sweep_fn(cp, ndi, case):
         return lambda a: ndi.grey_erosion(a, size=size)
     if op.startswith("dilation"):
         return lambda a: ndi.grey_dilation(a, size=size)
-    if op == "median":
+    if op.startswith("median"):
         return lambda a: ndi.median_filter(a, size=size)
     return None
 
@@ -365,7 +368,7 @@ def cucim_sweep_fn(cp, case):
         return None
     s = case["size"]
     fp = cp.ones((1, s, s) if dims == 2 else (s, s, s), dtype=bool)
-    if op == "median":
+    if op.startswith("median"):
         return lambda a: cf.median(a, footprint=fp, mode="reflect")
     if op.startswith("erosion"):
         return lambda a: cm.erosion(a, footprint=fp)

@@ -107,15 +107,17 @@ std::vector<case_desc> all_cases() {
         "gaussian_sigma=" + (iso ? num(sg.x) : "x" + num(sg.x) + "y" + num(sg.y) + "z" + num(sg.z));
     v.push_back(c);
   }
-  for (std::size_t s : {3, 5}) {
-    case_desc c;
-    c.op = op_kind::median;
-    c.size = s;
-    c.opname = "median";
-    c.param = "size=" + std::to_string(s);
-    c.name = "median_" + c.param;
-    v.push_back(c);
-  }
+  for (int dims : {3, 2})
+    for (std::size_t s : {3, 5}) {
+      case_desc c;
+      c.op = op_kind::median;
+      c.dims = dims;
+      c.size = s;
+      c.opname = dims == 2 ? "median2d" : "median";
+      c.param = "size=" + std::to_string(s);
+      c.name = c.opname + "_" + c.param;
+      v.push_back(c);
+    }
   return v;
 }
 
@@ -296,6 +298,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //  - the 3x3x3 median of 8- and 16-bit voxels: the network on int values, one output
     //    column a value (int_values), or on the voxel type (voxel_values); default: two columns
     //    in the 16-bit lanes of a word;
+    //  - the 3x3 median per slice: the network per voxel, nine loads each (per_voxel; default:
+    //    tiles of sorted y-triples, two outputs a thread);
     //  - medians of size 5: the rank kernel's first form (rank_v1; default: precomputed update
     //    codes, one counting loop, the bin's scan stopped at its count);
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (fused; default: the xy
@@ -341,6 +345,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::box_yx_walk, false, "old_walks", &filt::box_z_walk_deep, false});
     if (c.op == op_kind::uniform && c.size == 3 && std::is_integral_v<T>)
       alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
+    if (c.op == op_kind::median && c.size == 3 && c.dims == 2)
+      alts.push_back({&filt::median2d_net, false, "per_voxel"});
     if (c.op == op_kind::median && c.size > 3)
       alts.push_back({&filt::rank_codes, false, "rank_v1"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {

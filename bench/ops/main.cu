@@ -7,14 +7,14 @@
 //        bench_ops --sets 1,32 [--shape XxYxZ,...] [--filter SUBSTRING[|...]] [--reps N]
 // --sweep: the filter sweep of issue 16 (bench/ops/filter_sweep.cu) instead of the cases below:
 // uniform, grey_erosion and grey_dilation of sizes 3, 5, 7, 9 in 3D and per slice (2D),
-// gaussian sigma 1, 2, 4 and (x, y, z) = (1, 1, 3), median 3 and 5, on uint8, uint16 and float
-// volumes of 512x512x300 and 512x512x512 (x by y by z), each with `vox::copy` of the same volume
-// timed in the same run as its reference. Prints "RESULT sweep" lines (ms, GB/s, ratio to copy)
+// gaussian sigma 1, 2, 4 and (x, y, z) = (1, 1, 3), median 3 and 5 (3D and per slice), on uint8,
+// uint16 and float volumes of 512x512x300 and 512x512x512 (x by y by z), each with `vox::copy` of
+// the same volume timed in the same run as its reference. Prints "RESULT sweep" lines (ms, GB/s, ratio to copy)
 // and, last, the worst ratio to copy of every op family against its target.
 //   --sweep-shapes  volumes, x by y by z ("512^3" is 512x512x512); default 512x512x300,512^3
 //   --sweep-types   u8, u16, f32 (or uint8, uint16, float); default all three
 //   --sweep-ops     case names (uniform_size=3, gaussian_sigma=x1y1z3 ...), op names (uniform,
-//                   uniform2d, erosion, erosion2d, dilation, dilation2d, gaussian, median) or
+//                   uniform2d, erosion, erosion2d, dilation, dilation2d, gaussian, median, median2d) or
 //                   groups (box, minmax, 3d, 2d, all), separated by '+' or ','; --sweep-list
 //                   prints the case names
 //   --sweep-cap-ms  timed milliseconds per slow case (default 1000): after 1 warm-up, a probe run;
@@ -22,7 +22,7 @@
 //                   times, any other gets 1 more warm-up and --reps runs (as the other cases).
 //                   So a case costs at most ~23 x 20 ms, or 2 probes + max(cap, 5 probes).
 // Inputs are seeded random volumes (u8 in [0, 256), u16 in [0, 4096), f32 in [0, 1)), 3 of each
-// rotated so that L2 cannot serve them. The full sweep is 186 timed cases (30 filters + a copy, for
+// rotated so that L2 cannot serve them. The full sweep is 198 timed cases (32 filters + a copy, for
 // 3 types and 2 shapes). Estimated GPU time on an H200: ~1 minute (median 5 at up to ~500 ms a
 // call is ~20 s of it: 7 calls for each of its 6 cases; the input generation on the host ~10 s);
 // bounded by ~4 minutes even if every case took 20-200 ms. The summary's heading says what the

@@ -497,6 +497,114 @@ __global__ void __launch_bounds__(mw_threads, 2)
   });
 }
 
+// The 3x3 median per slice (switch median2d_net, the default; else median_fn per voxel): the
+// tiles of median3p_kernel, one slice at a time, no z halo. A thread's two output columns are two
+// lanes (pair_lanes: the 16-bit lanes of a word for 8- and 16-bit voxels, else a pair of
+// values). A slice's y-triples are sorted once into shared memory; a pair of outputs is then
+// med3(max of the three columns' minima, med3 of their middles, min of their maxima): 12 min or
+// max a pair, the next slice's loads in flight meanwhile.
+template <class T>
+__global__ void __launch_bounds__(mw_threads)
+    median2d_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
+                    T cval) {
+  using L = pair_lanes<T>;
+  constexpr int mw_words = mw_hx / 2;  // words of a halo row: 32 and warp 0's extra one
+  constexpr int slots = (mw_plane + mw_threads - 1) / mw_threads;
+  __shared__ alignas(16) T sp[mw_hy][mw_hx];           // one raw slice with its xy halo
+  __shared__ alignas(16) L sc[3][mw_ty][mw_words];     // its sorted y-triples
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int t = ty * mw_tx + tx;
+  const idx_t slice = g.nx * g.ny;
+  const bool last_slot = t < mw_plane - (slots - 1) * mw_threads;
+
+  for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
+    const idx_t x0 = bx * mw_ox, y0 = by * mw_ty;
+    idx_t off[slots];
+#pragma unroll
+    for (int i = 0; i < slots; ++i) {
+      const int q = t + i * mw_threads;
+      const idx_t mx = map_fast(x0 + q % mw_hx - 1, g.nx, mode);
+      const idx_t my = map_fast(y0 + q / mw_hx - 1, g.ny, mode);
+      off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
+    }
+    auto fetch = [&](idx_t z, T(&v)[slots]) {
+      const T* src = in + z * slice;
+#pragma unroll
+      for (int i = 0; i < slots; ++i)
+        if (i < slots - 1 || last_slot) v[i] = off[i] < 0 ? cval : src[off[i]];
+    };
+    const idx_t gx = x0 + 2 * tx, gy = y0 + ty;
+    const bool st0 = gy < g.ny && gx < g.nx, st1 = gy < g.ny && gx + 1 < g.nx;
+    T pf[slots];
+    fetch(zs, pf);
+    for (idx_t z = zs; z < ze; ++z) {
+#pragma unroll
+      for (int i = 0; i < slots; ++i)
+        if (i < slots - 1 || last_slot) (&sp[0][0])[t + i * mw_threads] = pf[i];
+      __syncthreads();  // (the last slice's triples were all read before this slice's stores)
+      if (z + 1 < ze) fetch(z + 1, pf);
+      {
+        L w[3], s3[3];
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+          const md_pair<T> r = *reinterpret_cast<const md_pair<T>*>(&sp[ty + k][2 * tx]);
+          w[k] = pack_pair<T>(r.a, r.b);
+        }
+        sort3(w[0], w[1], w[2], s3);
+#pragma unroll
+        for (int k = 0; k < 3; ++k) sc[k][ty][tx] = s3[k];
+        if (t < mw_ty) {  // warp 0: the last word (halo columns 64, 65) of row t
+#pragma unroll
+          for (int k = 0; k < 3; ++k) {
+            const md_pair<T> r = *reinterpret_cast<const md_pair<T>*>(&sp[t + k][mw_ox]);
+            w[k] = pack_pair<T>(r.a, r.b);
+          }
+          sort3(w[0], w[1], w[2], s3);
+#pragma unroll
+          for (int k = 0; k < 3; ++k) sc[k][t][mw_tx] = s3[k];
+        }
+      }
+      __syncthreads();
+      L a[3], b[3], c[3];
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {
+        a[k] = sc[k][ty][tx];
+        c[k] = sc[k][ty][tx + 1];
+        b[k] = lanes_mid(a[k], c[k]);
+      }
+      const L r = med3(vmax(vmax(a[0], b[0]), c[0]), med3(a[1], b[1], c[1]),
+                       vmin(vmin(a[2], b[2]), c[2]));
+      T* o = out + z * slice + gy * g.nx + gx;
+      const T v0 = pair_voxel<T>(r, 0), v1 = pair_voxel<T>(r, 1);
+      if (st1 && reinterpret_cast<std::uintptr_t>(o) % (2 * sizeof(T)) == 0) {
+        *reinterpret_cast<md_pair<T>*>(o) = md_pair<T>{v0, v1};
+      } else {
+        if (st0) o[0] = v0;
+        if (st1) o[1] = v1;
+      }
+    }
+    __syncthreads();  // the next tile rewrites sp
+  });
+}
+
+/// Enqueues the 3x3 median of every slice (median2d_kernel).
+template <class T>
+void run_median2d(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
+                  border mode, T cval) {
+  const extent3 e = in.extent();
+  const T* src = in.data();
+  T* dst = out.data();
+  const std::vector<exec::access> acc{read_z(in, 0, mode), vox::write(out)};
+  exec::run_op(streams, op, streams.plan(exec::work_of(acc, op, 2.0)), acc,
+               [&](stream_view s, const slab& w) {
+                 const march_geom g = make_march(e, w, mw_ox, mw_ty, 4);
+                 const dim3u gr = march_grid(g);
+                 median2d_kernel<T><<<dim3(gr.x, gr.y, gr.z), dim3(mw_tx, mw_ty, 1), 0,
+                                      s.value()>>>(src, dst, g, mode, cval);
+                 detail::check_launch(op);
+               });
+}
+
 /// Chunk depth of the 3x3x3 median marching a slice of tiles of tile_x x tile_y: every chunk
 /// sorts its two halo planes again (2 per 16 outputs in chunks of 16). When one slice's tiles
 /// already fill the device (at two blocks per SM), slabs and chunks of 64 keep that to 3% at no
@@ -638,6 +746,10 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
 #if VOX_BACKEND_CUDA
   if (cube3 && o.dims == 3) {
     run_median3<T>(streams, op, in, out, o.mode, cval);
+    return;
+  }
+  if (cube3 && median2d_net.load(std::memory_order_relaxed)) {
+    run_median2d<T>(streams, op, in, out, o.mode, cval);
     return;
   }
   if (!cube3 && run_rank_kernel<T>(streams, op, in, out, r, o.dims, rank, o.mode, cval)) return;

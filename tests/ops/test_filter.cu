@@ -909,6 +909,26 @@ TYPED_TEST(FilterTyped, Median3PathsOfNarrowVoxelsMatchReference) {
   path(false, false);
 }
 
+// The 3x3 median per slice by both CUDA paths (median2d_net: tiles of sorted y-triples, two
+// outputs a thread in lanes; off: the network per voxel), every type and border mode, odd
+// extents over several tiles (the last pair half outside), one and two columns, one slice.
+TYPED_TEST(FilterTyped, Median2DPathsMatchReference) {
+  using T = TypeParam;
+  namespace filt = vox::detail::filt;
+  for (bool net : {true, false}) {
+    if (!net && !VOX_BACKEND_CUDA) break;  // one host path
+    SCOPED_TRACE(net ? "median2d_net" : "median2d_net off");
+    const filt::scoped_path p(filt::median2d_net, net);
+    for (border m : all_modes) {
+      check_median<T>(extent3{131, 19, 3}, 3, opts(m, 2, -3.0), three, 61);
+      check_median<T>(extent3{1, 5, 2}, 3, opts(m, 2, 7.0), three, 62);
+      check_median<T>(extent3{2, 9, 1}, 3, opts(m, 2, 1.0), three, 63);
+    }
+    check_median<T>(odd_ext, 3, opts(border::reflect, 2), three, 64);
+    check_median<T>(extent3{200, 70, 9}, 3, opts(border::constant, 2, 250.0), three, 65);
+  }
+}
+
 // Two 16-bit lanes (lanes16.hpp, as the host backend runs them) against scalars: min, max, the
 // middle pair of two words, packing and unpacking, at the extremes of each voxel type.
 TEST(MedianLanes, MinMaxMiddleAndPackingMatchScalars) {

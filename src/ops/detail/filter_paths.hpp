@@ -140,6 +140,11 @@ inline std::atomic<bool> median3_int_values{true};
 /// default), or median3_int_values' choice (false). All give the same voxels.
 inline std::atomic<bool> median3_lanes{true};
 
+/// The 3x3 median per slice on the CUDA backend: tiles of sorted y-triples in shared memory and
+/// 12 min or max a pair of outputs (median2d_kernel, true, the default), or the per-voxel
+/// network (median_fn: nine loads a voxel, false). Both give the same voxels.
+inline std::atomic<bool> median2d_net{true};
+
 /// The rank machinery (rank_filter, percentile_filter, medians beyond 3x3x3): each voxel's
 /// histogram update precomputed once per plane as a word (rank_code), the leaving and entering
 /// planes counted in one loop with one barrier a step, and the rank's bin scanned only until its

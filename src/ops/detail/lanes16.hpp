@@ -14,6 +14,8 @@
 
 #include <voxstream/core/macros.hpp>
 
+#include "filter_arith.cuh"
+
 namespace vox::detail::filt {
 
 /// Two unsigned 16-bit lanes: lane 0 in bits 0..15, lane 1 in bits 16..31.
@@ -94,6 +96,29 @@ VOX_HD inline L lanes_mid(L a, L b) {
 #endif
 }
 
+/// Two voxels of any type as a pair of lanes (the 2D median's wider voxels): min and max lane by
+/// lane through the voxel's own vmin / vmax (floating NaN ignored), two instructions.
+template <class T>
+struct lanes_duo {
+  T a, b;
+};
+template <class T>
+VOX_HD inline lanes_duo<T> vmin(lanes_duo<T> x, lanes_duo<T> y) {
+  return {vmin(x.a, y.a), vmin(x.b, y.b)};
+}
+template <class T>
+VOX_HD inline lanes_duo<T> vmax(lanes_duo<T> x, lanes_duo<T> y) {
+  return {vmax(x.a, y.a), vmax(x.b, y.b)};
+}
+template <class T>
+VOX_HD inline lanes_duo<T> lanes_mid(lanes_duo<T> x, lanes_duo<T> y) {
+  return {x.b, y.a};
+}
+
+/// The lanes of two voxels T: 16-bit lanes of a word for 8- and 16-bit voxels, else a pair.
+template <class T>
+using pair_lanes = std::conditional_t<has_lanes16<T>, lanes_of<T>, lanes_duo<T>>;
+
 /// Packs voxels a (lane 0) and b (lane 1).
 template <class T>
 VOX_HD inline lanes_of<T> pack_lanes(T a, T b) {
@@ -105,6 +130,24 @@ VOX_HD inline lanes_of<T> pack_lanes(T a, T b) {
 template <class T, class L>
 VOX_HD inline T lane_voxel(L v, int k) {
   return static_cast<T>(static_cast<std::uint16_t>(lanes_detail::lane(v.w, k)));
+}
+
+/// pack_lanes and lane_voxel for pair_lanes<T>.
+template <class T>
+VOX_HD inline pair_lanes<T> pack_pair(T a, T b) {
+  if constexpr (has_lanes16<T>) {
+    return pack_lanes<T>(a, b);
+  } else {
+    return {a, b};
+  }
+}
+template <class T>
+VOX_HD inline T pair_voxel(pair_lanes<T> v, int k) {
+  if constexpr (has_lanes16<T>) {
+    return lane_voxel<T>(v, k);
+  } else {
+    return k == 0 ? v.a : v.b;
+  }
 }
 
 }  // namespace vox::detail::filt
