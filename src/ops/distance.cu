@@ -142,7 +142,6 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
       const idx r0 = static_cast<idx>(w.z0) * g.ny, r1 = static_cast<idx>(w.z1) * g.ny;
       // The slab's tile flags (indexed by z * xblocks + x / 32) start clear.
       if (reach > 0) iops::zero_async(yf + w.z0 * xblocks, w.depth() * xblocks, s, op);
-      const unsigned char* tiles = yf;
 #if VOX_BACKEND_CUDA
       const std::size_t wave = iops::sm_count(op) * (2048 / row_threads) * 4;
       const auto blocks = static_cast<unsigned>(std::clamp<std::size_t>(
@@ -167,7 +166,7 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
                       1);
       const std::size_t smem = std::size_t{col_block} * static_cast<std::size_t>(cap_y) * sizeof(W);
       edt_y_kernel<W, Ar><<<grid, dim3(col_threads, col_rows, 1), smem, s.value()>>>(
-          a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1), count, ids, tiles);
+          a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1), count, ids, yf);
       check_launch(op);
       const auto fb = static_cast<unsigned>(std::clamp<std::size_t>(
           (w.depth() * e.x + fallback_threads - 1) / fallback_threads, 1, iops::sm_count(op) * 8));
@@ -180,7 +179,7 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
       if (reach > 0)
         host_y_window<W, Ar>(a, bw, g, ay, reach, static_cast<idx>(w.z0), static_cast<idx>(w.z1),
                              yf);
-      host_y<W, Ar>(a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1), tiles);
+      host_y<W, Ar>(a, bw, g, ay, cap_y, static_cast<idx>(w.z0), static_cast<idx>(w.z1), yf);
 #endif
     });
   }

@@ -588,7 +588,7 @@ __global__ void __launch_bounds__(col_block, 12)
   if (x >= g.nx) return;  // no barriers in this kernel
   const auto st = shared_stack<W>(cap);
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
-  const idx xblocks = (g.nx + col_threads - 1) / col_threads;
+  const idx xblocks = x_tiles(g.nx);
   for (idx z = z0 + idx{blockIdx.y} * col_rows + threadIdx.y; z < z1;
        z += idx{gridDim.y} * col_rows) {
     if (flags != nullptr && flags[z * xblocks + blockIdx.x] == 0) continue;  // done by the window
@@ -634,7 +634,7 @@ __global__ void __launch_bounds__(col_block, 9)
   if (x >= g.nx) return;
   const auto st = shared_stack<z_entry<W>>(cap);
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
-  const idx xblocks = (g.nx + col_threads - 1) / col_threads;
+  const idx xblocks = x_tiles(g.nx);
   for (idx y = idx{blockIdx.y} * col_rows + threadIdx.y; y < g.ny; y += idx{gridDim.y} * col_rows) {
     if (flags != nullptr && flags[y * xblocks + blockIdx.x] == 0) continue;  // done by the window
     const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) +
@@ -683,7 +683,7 @@ __global__ void __launch_bounds__(col_threads* window_rows)
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   const bool inside = x < g.nx;
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
-  const idx xblocks = (g.nx + col_threads - 1) / col_threads;
+  const idx xblocks = x_tiles(g.nx);
   for (idx z = z0 + blockIdx.z; z < z1; z += gridDim.z) {
     volatile unsigned char* flag = flags + z * xblocks + blockIdx.x;
     if (*flag != 0) continue;  // one load for the whole warp: uniform
@@ -712,7 +712,7 @@ __global__ void __launch_bounds__(col_threads* window_rows)
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   const bool inside = x < g.nx;
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
-  const idx xblocks = (g.nx + col_threads - 1) / col_threads;
+  const idx xblocks = x_tiles(g.nx);
   for (idx y = blockIdx.z; y < g.ny; y += gridDim.z) {
     volatile unsigned char* flag = flags + y * xblocks + blockIdx.x;
     if (*flag != 0) continue;
