@@ -19,7 +19,7 @@ median of max(5, min(reps, cap / probe)) runs; fast ones: one more warm-up and `
 case whose first run takes over 500 ms is timed once more, once (cupyx's per-label measurements
 take seconds on 512^3):
 - label: cupyx.scipy.ndimage.label with the 6- and 26-neighbourhood structures;
-- edt (and its variants edt_deferred and edt_envelope, compared with the same competitor times):
+- edt (and its variants edt_deferred, edt_envelope and edt_unstaged, compared with the same competitor times):
   cupyx.scipy.ndimage.distance_transform_edt (float32 distances) and, with cuCIM,
   cucim.core.operations.morphology.distance_transform_edt (PBA+), also on "ball" (one solid
   ball: far distances);
@@ -167,7 +167,7 @@ def main(argv=None):
             return lambda m: ndi.label(m, structure=s6)
         if case == "label_26":
             return lambda m: ndi.label(m, structure=s26)
-        if case in ("edt", "edt_deferred", "edt_envelope"):
+        if case in ("edt", "edt_deferred", "edt_envelope", "edt_unstaged"):
             return lambda m: ndi.distance_transform_edt(m, float64_distances=False)
         if case == "fill_holes":
             return lambda m: ndi.binary_fill_holes(m)
@@ -195,7 +195,7 @@ def main(argv=None):
         return None
 
     def cucim_fn(case):
-        if case in ("edt", "edt_deferred", "edt_envelope") and cucim_edt is not None:
+        if case in ("edt", "edt_deferred", "edt_envelope", "edt_unstaged") and cucim_edt is not None:
             return lambda m: cucim_edt(m, float64_distances=False)
         if case == "region_stats" and cucim_rp is not None and values is not None and m is cells:
             return lambda lab: cucim_rp(lab, intensity_image=values,
@@ -297,7 +297,7 @@ def main(argv=None):
                 case, row["mask"], row["xcopy"], "met" if row["xcopy"] <= 10 else "missed",
                 "%.1fx" % (cx / v) if cx else "-",
                 ("met" if cx / v >= 10 else "missed") if cx else "not measured"))
-        elif case in ("edt", "edt_deferred", "edt_envelope"):
+        elif case in ("edt", "edt_deferred", "edt_envelope", "edt_unstaged"):
             cc = row.get("cucim_ms")
             print("  %-10s %-8s x copy %.2f (<= 15): %s; vs cuCIM %s (>= 3x): %s" % (
                 case, row["mask"], row["xcopy"], "met" if row["xcopy"] <= 15 else "missed",

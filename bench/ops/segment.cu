@@ -10,7 +10,8 @@
 //   ball     one solid ball of radius 0.9 half extents (the EDT cases only: far distances).
 // Cases per mask: label_6, label_26, edt (float distances, unit spacing), edt_deferred (the same
 // with pass 3's square roots in a launch of their own, not the default), edt_envelope (the same
-// without the windowed passes: every column by the envelope), fill_holes,
+// without the windowed passes: every column by the envelope), edt_unstaged (the windowed passes
+// searching in global memory, not the default), fill_holes,
 // erosion_ball3 (binary erosion by a ball of radius 3), and on blobs region_stats (labels of
 // label_6, values = the smoothed noise).
 // Then region_stats on "cells", ~10^5 labels (issue 20's many-label case): a partition of the
@@ -225,6 +226,13 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
              median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }),
              "");
       vox::detail::edt::force_window(0);
+      // The windowed passes searching in global memory (not staged in shared memory, the
+      // default): RESULT segment edt_unstaged.
+      vox::detail::edt::stage_windows(false);
+      report("edt_unstaged",
+             median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }),
+             "");
+      vox::detail::edt::stage_windows(true);
     };
     if (m == 2) {  // the ball: the EDT's far distances only
       edt_cases();

@@ -26,6 +26,7 @@ namespace {
 std::atomic<int> capacity_override{0};  // 0: automatic
 std::atomic<bool> deferred_roots{false};
 std::atomic<int> window_override{0};  // 0: automatic, -1: off
+std::atomic<bool> staged_windows{true};
 /// The windowed passes' search limit (distance along the column, in voxels) when automatic: a
 /// tile of 32 columns with a voxel whose search would go further takes the envelope instead, so
 /// the windowed kernel spends at most about 2 * 32 loads a voxel on a tile it gives up.
@@ -35,6 +36,7 @@ constexpr int window_reach = 32;
 void force_stack_capacity(int entries) noexcept { capacity_override.store(std::max(entries, 0)); }
 void defer_square_roots(bool on) noexcept { deferred_roots.store(on); }
 void force_window(int reach) noexcept { window_override.store(std::max(reach, -1)); }
+void stage_windows(bool on) noexcept { staged_windows.store(on); }
 
 /// The windowed passes' search limit from now on; 0: no windowed pass.
 int window_limit() {
@@ -112,6 +114,11 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
     yflags.emplace(streams, c, e.z * xblocks, e.z, false, op);
     zflags.emplace(streams, c, e.y * xblocks, e.z, false, op);
   }
+#if VOX_BACKEND_CUDA
+  // The staged windowed kernels where their shared memory fits the default 48 KiB.
+  const bool staged = staged_windows.load(std::memory_order_relaxed) &&
+                      stage_bytes<W>(reach) <= (std::size_t{48} << 10);
+#endif
   unsigned char* yf = reach > 0 ? yflags->data() : nullptr;
   unsigned char* zf = reach > 0 ? zflags->data() : nullptr;
 
@@ -148,7 +155,16 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
           static_cast<std::size_t>(r1 - r0 + row_threads / 32 - 1) / (row_threads / 32), 1, wave));
       edt_rows_kernel<T, W><<<blocks, row_threads, 0, s.value()>>>(src, a, g.nx, r0, r1);
       check_launch(op);
-      if (reach > 0) {
+      if (reach > 0 && staged) {
+        const dim3 wgrid(static_cast<unsigned>(xblocks),
+                         static_cast<unsigned>(std::min<std::size_t>(
+                             (e.y + stage_span - 1) / stage_span, max_grid_yz)),
+                         static_cast<unsigned>(std::min<std::size_t>(w.depth(), max_grid_yz)));
+        edt_y_stage_kernel<W, Ar><<<wgrid, dim3(col_threads, stage_warps, 1),
+                                    stage_bytes<W>(reach), s.value()>>>(
+            a, bw, g, ay, reach, static_cast<idx>(w.z0), static_cast<idx>(w.z1), yf);
+        check_launch(op);
+      } else if (reach > 0) {
         const dim3 wgrid(static_cast<unsigned>(xblocks),
                          static_cast<unsigned>(std::min<std::size_t>(
                              (e.y + window_rows - 1) / window_rows, max_grid_yz)),
@@ -215,7 +231,16 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
         std::size_t{col_block} * static_cast<std::size_t>(cap_z) * sizeof(z_entry<W>);
     auto pass3 = [&](auto defer) {
       constexpr bool D = decltype(defer)::value;
-      if (reach > 0) {
+      if (reach > 0 && staged) {
+        const dim3 wgrid(static_cast<unsigned>(xblocks),
+                         static_cast<unsigned>(std::min<std::size_t>(
+                             (e.z + stage_span - 1) / stage_span, max_grid_yz)),
+                         static_cast<unsigned>(std::min<std::size_t>(e.y, max_grid_yz)));
+        edt_z_stage_kernel<W, R, Ar, D><<<wgrid, dim3(col_threads, stage_warps, 1),
+                                          stage_bytes<W>(reach), s.value()>>>(
+            bw, dst, px, pyi, pzi, g, az, reach, zf);
+        check_launch(op);
+      } else if (reach > 0) {
         const dim3 wgrid(static_cast<unsigned>(xblocks),
                          static_cast<unsigned>(std::min<std::size_t>(
                              (e.z + window_rows - 1) / window_rows, max_grid_yz)),

@@ -454,6 +454,32 @@ TEST(DistanceShapes, WindowedPassesAndTheEnvelopeAgree) {
   }
 }
 
+// The CUDA windowed passes stage each block's 32 columns over 64 positions and the limit on
+// either side in shared memory (stage_windows), or search in global memory: both against the
+// brute force, with columns of several staged blocks along y and z (the first and last clipped
+// to the column), limits below, at and above the automatic 32, and near and far zero voxels.
+TEST(DistanceShapes, StagedAndUnstagedWindowedPassesAgree) {
+  struct restore {
+    ~restore() {
+      vox::detail::edt::force_window(0);
+      vox::detail::edt::stage_windows(true);
+    }
+  } const r;
+  for (bool staged : {true, false}) {
+    if (!staged && !VOX_BACKEND_CUDA) break;  // one host path
+    vox::detail::edt::stage_windows(staged);
+    for (int reach : {0, 5, 45}) {
+      SCOPED_TRACE(std::string(staged ? "staged" : "unstaged") + ", window " +
+                   std::to_string(reach));
+      vox::detail::edt::force_window(reach);
+      const unsigned seed = unsigned(reach) * 3u + (staged ? 1u : 2u);
+      long_shape({40, 150, 9}, 71u + seed, 90, {1.0, 1.0, 1.0});
+      long_shape({37, 11, 150}, 73u + seed, 60, {1.0, 1.0, 1.0});
+      long_shape({33, 131, 140}, 79u + seed, 300, {0.5, 1.0, 2.0});
+    }
+  }
+}
+
 // Pass 3 writing squared distances and a last launch taking their roots (the integer arithmetic's
 // deferred square roots): the same distances and indices as the scipy fixtures and the brute
 // force, for float and double outputs (the bounded stacks and the overflow path with deferred

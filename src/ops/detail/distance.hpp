@@ -25,4 +25,10 @@ void defer_square_roots(bool on) noexcept;
 /// tiles both ways. Both backends. For tests and benchmarks.
 void force_window(int reach) noexcept;
 
+/// The CUDA windowed passes from now on: each block first copies its 32 columns' words from 64
+/// positions and the search limit on either side into shared memory and searches there (true,
+/// the default), or every step of a search loads from global memory (false). Both give the
+/// same distances; the host backend has one way. For tests and benchmarks.
+void stage_windows(bool on) noexcept;
+
 }  // namespace vox::detail::edt

@@ -732,6 +732,115 @@ __global__ void __launch_bounds__(col_threads* window_rows)
   }
 }
 
+/// The staged windowed passes (stage_windows, the default): a block of stage_warps warps owns a
+/// tile of 32 columns and stage_span positions along them, and first copies the columns'
+/// words from stage_span + 2 dmax positions (the span and dmax on either side, clipped to the
+/// column) into shared memory, a row of 32 words per position and every load in flight at once;
+/// the searches then read shared memory only (a search never reaches past dmax). The unstaged
+/// kernels above chain one round trip to global memory per step of a search.
+inline constexpr unsigned stage_warps = 8;
+inline constexpr int stage_span = 64;  // positions a block: 8 a warp, interleaved
+
+/// Shared memory of a staged block for words W and a search limit dmax.
+template <class W>
+std::size_t stage_bytes(int dmax) {
+  return static_cast<std::size_t>(stage_span + 2 * dmax) * col_threads * sizeof(W);
+}
+
+/// A column whose words at positions [lo, lo + rows) are staged in shared memory (row r of 32
+/// words at s + 32 r, this column's at its lane), otherwise the column Col.
+template <class Col>
+struct staged_column : Col {
+  const typename Col::word* s;  // this lane's word of the first staged row
+  int lo;
+  __device__ typename Col::word load(int q) const { return s[(q - lo) * static_cast<int>(col_threads)]; }
+};
+
+/// Runs the searches of one staged tile: positions p0 + warp + stage_warps k (k < 8) of a column
+/// of n, after staging words [lo, hi) of every lane's column by `word(q)` (q in [lo, hi)).
+/// Returns with `give_up` (shared) set and the tile's flag set if a search went past dmax.
+template <class Col, class Word>
+__device__ void staged_tile(const Col& col, bool inside, int p0, int n, int dmax,
+                            typename Col::word* sw, volatile int* give_up,
+                            volatile unsigned char* flag, Word&& word) {
+  using W = typename Col::word;
+  const int lane = static_cast<int>(threadIdx.x), warp = static_cast<int>(threadIdx.y);
+  const int lo = p0 - dmax > 0 ? p0 - dmax : 0;
+  const int hi = p0 + stage_span + dmax < n ? p0 + stage_span + dmax : n;
+  __syncthreads();  // the last tile's reads of sw and give_up are done
+  if (lane == 0 && warp == 0) *give_up = *flag != 0;
+  __syncthreads();
+  const bool skip = *give_up != 0;  // uniform: nothing writes it before the next barrier
+  if (!skip) {
+    for (int r = warp; r < hi - lo; r += static_cast<int>(stage_warps))
+      sw[r * static_cast<int>(col_threads) + lane] = inside ? word(lo + r) : none_word<W>();
+  }
+  __syncthreads();
+  if (skip) return;  // the tile is the envelope's already
+  staged_column<Col> sc{col, sw + lane, lo};
+  for (int k = 0; k < stage_span / static_cast<int>(stage_warps); ++k) {
+    const int p = p0 + warp + static_cast<int>(stage_warps) * k;
+    if (p >= n || *give_up != 0) break;  // uniform in the warp
+    const bool ok = !inside || window_search(sc, p, n, dmax);
+    if (__any_sync(0xffffffffu, !ok)) {
+      if (lane == 0) {
+        *flag = 1;
+        *give_up = 1;
+      }
+      break;
+    }
+  }
+}
+
+/// Pass 2, windowed and staged: blocks of 32 columns x stage_span positions along y (grid x: the
+/// tiles across x, y: positions, z: slices of [z0, z1)).
+template <class W, class Ar>
+__global__ void __launch_bounds__(col_threads* stage_warps)
+    edt_y_stage_kernel(const W* in, W* out, geom g, Ar ar, int dmax, idx z0, idx z1,
+                       unsigned char* flags) {
+  extern __shared__ __align__(16) unsigned char stage_dyn[];
+  __shared__ int give_up;
+  W* sw = reinterpret_cast<W*>(stage_dyn);
+  const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
+  const bool inside = x < g.nx;
+  const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
+  const idx xblocks = x_tiles(g.nx);
+  const auto nx = static_cast<std::size_t>(g.nx);
+  for (idx z = z0 + blockIdx.z; z < z1; z += gridDim.z) {
+    const std::size_t base = static_cast<std::size_t>(z) * slice + static_cast<std::size_t>(x);
+    const y_column<W, Ar> col{in + base, out + base, nx, static_cast<int>(x), ar};
+    for (idx y0 = idx{blockIdx.y} * stage_span; y0 < g.ny; y0 += idx{gridDim.y} * stage_span)
+      staged_tile(col, inside, static_cast<int>(y0), static_cast<int>(g.ny), dmax, sw, &give_up,
+                  flags + z * xblocks + blockIdx.x,
+                  [&](int q) { return in[base + static_cast<std::size_t>(q) * nx]; });
+  }
+}
+
+/// Pass 3, windowed and staged: blocks of 32 columns x stage_span positions along z (grid x: the
+/// tiles across x, y: positions, z: rows y).
+template <class W, class R, class Ar, bool DEFER>
+__global__ void __launch_bounds__(col_threads* stage_warps)
+    edt_z_stage_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
+                       geom g, Ar ar, int dmax, unsigned char* flags) {
+  extern __shared__ __align__(16) unsigned char stage_dyn[];
+  __shared__ int give_up;
+  W* sw = reinterpret_cast<W*>(stage_dyn);
+  const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
+  const bool inside = x < g.nx;
+  const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
+  const idx xblocks = x_tiles(g.nx);
+  for (idx y = blockIdx.z; y < g.ny; y += gridDim.z) {
+    const std::size_t base =
+        static_cast<std::size_t>(y) * static_cast<std::size_t>(g.nx) + static_cast<std::size_t>(x);
+    const auto col = z_column_at<W, R, Ar, DEFER>(in, out, ix, iy, iz, base, slice,
+                                                  static_cast<int>(x), static_cast<int>(y), ar);
+    for (idx z0 = idx{blockIdx.y} * stage_span; z0 < g.nz; z0 += idx{gridDim.y} * stage_span)
+      staged_tile(col, inside, static_cast<int>(z0), static_cast<int>(g.nz), dmax, sw, &give_up,
+                  flags + y * xblocks + blockIdx.x,
+                  [&](int q) { return in[base + static_cast<std::size_t>(q) * slice]; });
+  }
+}
+
 /// After a deferring pass 3: every voxel's squared-distance bits to its distance, in place.
 template <class R>
 __global__ void edt_finish_kernel(R* out, std::size_t n, double ss) {
