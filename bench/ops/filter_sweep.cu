@@ -351,8 +351,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::rank_codes, false, "rank_v1"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
       alts.push_back({&filt::median3_lanes, false, "int_values"});
-      alts.push_back({&filt::median3_lanes, false, "voxel_values", &filt::median3_int_values,
-                      false});
+      alts.push_back(
+          {&filt::median3_lanes, false, "voxel_values", &filt::median3_int_values, false});
     }
     if (c.op == op_kind::uniform && c.size == 3 && std::is_unsigned_v<T>)
       alts.push_back({&filt::uniform3_uint_sums, false, "int_clamp"});

@@ -230,8 +230,7 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
       // default): RESULT segment edt_unstaged.
       vox::detail::edt::stage_windows(false);
       report("edt_unstaged",
-             median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }),
-             "");
+             median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }), "");
       vox::detail::edt::stage_windows(true);
     };
     if (m == 2) {  // the ball: the EDT's far distances only

@@ -160,9 +160,9 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
                          static_cast<unsigned>(std::min<std::size_t>(
                              (e.y + stage_span - 1) / stage_span, max_grid_yz)),
                          static_cast<unsigned>(std::min<std::size_t>(w.depth(), max_grid_yz)));
-        edt_y_stage_kernel<W, Ar><<<wgrid, dim3(col_threads, stage_warps, 1),
-                                    stage_bytes<W>(reach), s.value()>>>(
-            a, bw, g, ay, reach, static_cast<idx>(w.z0), static_cast<idx>(w.z1), yf);
+        edt_y_stage_kernel<W, Ar>
+            <<<wgrid, dim3(col_threads, stage_warps, 1), stage_bytes<W>(reach), s.value()>>>(
+                a, bw, g, ay, reach, static_cast<idx>(w.z0), static_cast<idx>(w.z1), yf);
         check_launch(op);
       } else if (reach > 0) {
         const dim3 wgrid(static_cast<unsigned>(xblocks),
@@ -236,9 +236,9 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
                          static_cast<unsigned>(std::min<std::size_t>(
                              (e.z + stage_span - 1) / stage_span, max_grid_yz)),
                          static_cast<unsigned>(std::min<std::size_t>(e.y, max_grid_yz)));
-        edt_z_stage_kernel<W, R, Ar, D><<<wgrid, dim3(col_threads, stage_warps, 1),
-                                          stage_bytes<W>(reach), s.value()>>>(
-            bw, dst, px, pyi, pzi, g, az, reach, zf);
+        edt_z_stage_kernel<W, R, Ar, D>
+            <<<wgrid, dim3(col_threads, stage_warps, 1), stage_bytes<W>(reach), s.value()>>>(
+                bw, dst, px, pyi, pzi, g, az, reach, zf);
         check_launch(op);
       } else if (reach > 0) {
         const dim3 wgrid(static_cast<unsigned>(xblocks),

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../detail/voxel_types.hpp"
 #include "detail/filter_arith.cuh"
 #include "detail/filter_checks.hpp"
 #include "detail/filter_pass.cuh"
@@ -17,7 +18,6 @@
 #include "detail/lanes16.hpp"
 #include "detail/march.cuh"
 #include "detail/median_network.cuh"
-#include "../detail/voxel_types.hpp"
 
 namespace vox::detail::filt {
 
@@ -378,8 +378,8 @@ __global__ void __launch_bounds__(mw_threads, 2)
     median3p_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
                     T cval) {
   using L = lanes_of<T>;
-  constexpr int mw_words = mw_hx / 2;  // words of a halo row: 32 and warp 0's extra one
-  __shared__ alignas(16) T sp[2][mw_hy][mw_hx];       // two raw planes with their xy halo
+  constexpr int mw_words = mw_hx / 2;            // words of a halo row: 32 and warp 0's extra one
+  __shared__ alignas(16) T sp[2][mw_hy][mw_hx];  // two raw planes with their xy halo
   __shared__ alignas(16) L sc[2][3][mw_ty][mw_words];  // their sorted y-triples, two lanes a word
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int t = ty * mw_tx + tx;
@@ -481,10 +481,10 @@ __global__ void __launch_bounds__(mw_threads, 2)
     window(1, mid);
     fetch(zs + 1, pf);
     for (idx_t z = zs; z < ze; z += 2) {
-      sort(pf);                           // planes z + 1, z + 2
+      sort(pf);                          // planes z + 1, z + 2
       if (z + 2 < ze) fetch(z + 3, pf);  // in flight during the merges below
-      window(0, next);                    // plane z + 1
-      merge_9x9_mid(mid, next, m);        // planes z, z + 1: shared by outputs z, z + 1
+      window(0, next);                   // plane z + 1
+      merge_9x9_mid(mid, next, m);       // planes z, z + 1: shared by outputs z, z + 1
       T* o = out + z * slice + col;
       store(o, kth14(m, below), st0, st1);
 #pragma unroll
@@ -510,8 +510,8 @@ __global__ void __launch_bounds__(mw_threads)
   using L = pair_lanes<T>;
   constexpr int mw_words = mw_hx / 2;  // words of a halo row: 32 and warp 0's extra one
   constexpr int slots = (mw_plane + mw_threads - 1) / mw_threads;
-  __shared__ alignas(16) T sp[mw_hy][mw_hx];           // one raw slice with its xy halo
-  __shared__ alignas(16) L sc[3][mw_ty][mw_words];     // its sorted y-triples
+  __shared__ alignas(16) T sp[mw_hy][mw_hx];        // one raw slice with its xy halo
+  __shared__ alignas(16) L sc[3][mw_ty][mw_words];  // its sorted y-triples
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int t = ty * mw_tx + tx;
   const idx_t slice = g.nx * g.ny;
@@ -572,8 +572,8 @@ __global__ void __launch_bounds__(mw_threads)
         c[k] = sc[k][ty][tx + 1];
         b[k] = lanes_mid(a[k], c[k]);
       }
-      const L r = med3(vmax(vmax(a[0], b[0]), c[0]), med3(a[1], b[1], c[1]),
-                       vmin(vmin(a[2], b[2]), c[2]));
+      const L r =
+          med3(vmax(vmax(a[0], b[0]), c[0]), med3(a[1], b[1], c[1]), vmin(vmin(a[2], b[2]), c[2]));
       T* o = out + z * slice + gy * g.nx + gx;
       const T v0 = pair_voxel<T>(r, 0), v1 = pair_voxel<T>(r, 1);
       if (st1 && reinterpret_cast<std::uintptr_t>(o) % (2 * sizeof(T)) == 0) {
@@ -599,8 +599,9 @@ void run_median2d(stream_set& streams, const char* op, const volume<T>& in, volu
                [&](stream_view s, const slab& w) {
                  const march_geom g = make_march(e, w, mw_ox, mw_ty, 4);
                  const dim3u gr = march_grid(g);
-                 median2d_kernel<T><<<dim3(gr.x, gr.y, gr.z), dim3(mw_tx, mw_ty, 1), 0,
-                                      s.value()>>>(src, dst, g, mode, cval);
+                 median2d_kernel<T>
+                     <<<dim3(gr.x, gr.y, gr.z), dim3(mw_tx, mw_ty, 1), 0, s.value()>>>(src, dst, g,
+                                                                                       mode, cval);
                  detail::check_launch(op);
                });
 }

@@ -891,7 +891,9 @@ TYPED_TEST(FilterTyped, Median3PathsOfNarrowVoxelsMatchReference) {
   namespace filt = vox::detail::filt;
   const auto path = [&](bool lanes, bool ints) {  // a lambda: see BoxMeanOf3ThroughUnsignedSums
     SCOPED_TRACE(std::string(lanes ? "median3_lanes" : "median3_lanes off, ") +
-                 (lanes ? "" : ints ? "median3_int_values" : "voxel values"));
+                 (lanes  ? ""
+                  : ints ? "median3_int_values"
+                         : "voxel values"));
     const filt::scoped_path l(filt::median3_lanes, lanes);
     const filt::scoped_path i(filt::median3_int_values, ints);
     for (border m : all_modes) {

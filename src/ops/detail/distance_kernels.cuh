@@ -753,7 +753,9 @@ template <class Col>
 struct staged_column : Col {
   const typename Col::word* s;  // this lane's word of the first staged row
   int lo;
-  __device__ typename Col::word load(int q) const { return s[(q - lo) * static_cast<int>(col_threads)]; }
+  __device__ typename Col::word load(int q) const {
+    return s[(q - lo) * static_cast<int>(col_threads)];
+  }
 };
 
 /// Runs the searches of one staged tile: positions p0 + warp + stage_warps k (k < 8) of a column

@@ -102,9 +102,9 @@ std::size_t rank_shared_bytes(const rank_geom& b) {
   bytes += rk_cap * nt * sizeof(T);                             // members of the rank's bin
   if (CODES) bytes += k * plane * sizeof(unsigned);             // the planes' update codes
   if (rank_keeps_values<T, CODES>) {
-    bytes += k * plane * sizeof(T);                             // the window's planes
+    bytes += k * plane * sizeof(T);  // the window's planes
     bytes = (bytes + 15) / 16 * 16;
-    bytes += k * plane;                                         // their bins
+    bytes += k * plane;  // their bins
   }
   return bytes;
 }
@@ -118,7 +118,8 @@ __host__ __device__ constexpr unsigned rank_code(int bin) {
   return (static_cast<unsigned>(bin / BPW) * static_cast<unsigned>(rk_threads<C>) * 4u) << 16 |
          static_cast<unsigned>((bin % BPW) * 8 * static_cast<int>(sizeof(C)));
 }
-static_assert(rank_code<std::uint8_t>(255) >> 16 < 65536 && rank_code<std::uint16_t>(255) >> 16 < 65536,
+static_assert(rank_code<std::uint8_t>(255) >> 16 < 65536 &&
+                  rank_code<std::uint16_t>(255) >> 16 < 65536,
               "offsets fit 16 bits");
 
 /// CODES (switch rank_codes, the default): each plane's voxels also get their update code
@@ -277,8 +278,7 @@ __global__ void __launch_bounds__(rk_threads<C>)
           if (out_s >= 0) {
             // A removed voxel was counted before: its counter is >= 1, so no borrow leaves it.
             const unsigned r = co[dy * hp + dx];
-            atomicAdd(reinterpret_cast<unsigned*>(hist_t + (r >> 16)),
-                      __funnelshift_l(0u, ~0u, r));
+            atomicAdd(reinterpret_cast<unsigned*>(hist_t + (r >> 16)), __funnelshift_l(0u, ~0u, r));
           }
         }
       }

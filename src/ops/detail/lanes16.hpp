@@ -33,9 +33,9 @@ using lanes_of = std::conditional_t<std::is_same_v<T, std::int16_t>, lanes_s16, 
 
 /// The voxels T with lanes: 8- and 16-bit integers.
 template <class T>
-inline constexpr bool has_lanes16 = std::is_same_v<T, std::uint8_t> ||
-                                    std::is_same_v<T, std::uint16_t> ||
-                                    std::is_same_v<T, std::int16_t>;
+inline constexpr bool has_lanes16 =
+    std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::uint16_t> ||
+    std::is_same_v<T, std::int16_t>;
 
 namespace lanes_detail {
 VOX_HD inline unsigned lane(unsigned w, int k) { return (w >> (16 * k)) & 0xffffu; }
