@@ -232,6 +232,58 @@ struct alignas(2 * sizeof(T)) md_pair {
   T a, b;
 };
 
+/// The loads of median3w_kernel and median3p_kernel, per thread t of a tile at (x0, y0): its
+/// load slots of two haloed planes (element t + mw_threads i of 2 mw_plane), each slot's in-slice
+/// offset (-1: outside the slice in constant mode) and, for the interior path, its address in the
+/// volume's planes 0 and 1. Only the last slot is partial (`last`: whether this thread's is in).
+template <class T>
+struct mw_loads {
+  idx_t off[mw_slots];
+  const T* src[mw_slots];
+  int t;
+  bool last;
+
+  __device__ mw_loads(const T* in, const march_geom& g, border mode, int thread, idx_t x0,
+                      idx_t y0)
+      : t(thread), last(thread < 2 * mw_plane - (mw_slots - 1) * mw_threads) {
+    const idx_t slice = g.nx * g.ny;
+#pragma unroll
+    for (int i = 0; i < mw_slots; ++i) {
+      const int q = t + i * mw_threads;
+      const int pl = q >= mw_plane ? 1 : 0, qq = q - pl * mw_plane;
+      const idx_t mx = map_fast(x0 + qq % mw_hx - 1, g.nx, mode);
+      const idx_t my = map_fast(y0 + qq / mw_hx - 1, g.ny, mode);
+      off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
+      src[i] = in + (off[i] + pl * slice);
+    }
+  }
+  /// Loads of planes za and za + 1 into registers.
+  __device__ void fetch(const T* in, const march_geom& g, border mode, T cval, idx_t za,
+                        T (&v)[mw_slots]) const {
+    const idx_t slice = g.nx * g.ny;
+    if (za >= 0 && za + 1 < g.nz) {
+      const idx_t dz = za * slice;
+#pragma unroll
+      for (int i = 0; i < mw_slots; ++i)
+        if (i < mw_slots - 1 || last) v[i] = off[i] < 0 ? cval : src[i][dz];
+    } else {
+      const idx_t ma = map_fast(za, g.nz, mode), mb = map_fast(za + 1, g.nz, mode);
+#pragma unroll
+      for (int i = 0; i < mw_slots; ++i) {
+        if (i == mw_slots - 1 && !last) continue;
+        const idx_t mz = t + i * mw_threads < mw_plane ? ma : mb;
+        v[i] = (off[i] < 0 || mz < 0) ? cval : in[mz * slice + off[i]];
+      }
+    }
+  }
+  /// Stores fetched planes into sp (the two planes' elements in order).
+  __device__ void store(T* sp, const T (&v)[mw_slots]) const {
+#pragma unroll
+    for (int i = 0; i < mw_slots; ++i)
+      if (i < mw_slots - 1 || last) sp[t + i * mw_threads] = v[i];
+  }
+};
+
 // V: the type of the values in registers and of the sorted y-triples in shared memory: T, or for
 // 8- and 16-bit voxels int (median3_int_values), whose min and max need no byte packing and
 // unpacking (PRMT) around every pair of the network's values.
@@ -246,46 +298,15 @@ __global__ void __launch_bounds__(mw_threads, 2)
   const idx_t slice = g.nx * g.ny;
   // The triple of warp 0's lane t among the last two columns: plane, row and column.
   const int lp = (t >> 4) & 1, lr = (t >> 1) & 7, lc = mw_ox + (t & 1);
-  // Only the last load slot is partial.
-  const bool last_slot = t < 2 * mw_plane - (mw_slots - 1) * mw_threads;
 
   for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
+    const mw_loads<T> ld(in, g, mode, t, bx * mw_ox, by * mw_ty);
     const idx_t x0 = bx * mw_ox, y0 = by * mw_ty;
-    // Per load slot: the in-slice offset of the voxel it reads (-1: outside the slice in
-    // constant mode) and, for the interior path, its address in the slab's planes 0 and 1.
-    idx_t off[mw_slots];
-    const T* src[mw_slots];
-#pragma unroll
-    for (int i = 0; i < mw_slots; ++i) {
-      const int q = t + i * mw_threads;
-      const int pl = q >= mw_plane ? 1 : 0, qq = q - pl * mw_plane;
-      const idx_t mx = map_fast(x0 + qq % mw_hx - 1, g.nx, mode);
-      const idx_t my = map_fast(y0 + qq / mw_hx - 1, g.ny, mode);
-      off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
-      src[i] = in + (off[i] + pl * slice);
-    }
     // Loads of planes za and za + 1 into registers (consumed by `sort`).
-    auto fetch = [&](idx_t za, T(&v)[mw_slots]) {
-      if (za >= 0 && za + 1 < g.nz) {
-        const idx_t dz = za * slice;
-#pragma unroll
-        for (int i = 0; i < mw_slots; ++i)
-          if (i < mw_slots - 1 || last_slot) v[i] = off[i] < 0 ? cval : src[i][dz];
-      } else {
-        const idx_t ma = map_fast(za, g.nz, mode), mb = map_fast(za + 1, g.nz, mode);
-#pragma unroll
-        for (int i = 0; i < mw_slots; ++i) {
-          if (i == mw_slots - 1 && !last_slot) continue;
-          const idx_t mz = t + i * mw_threads < mw_plane ? ma : mb;
-          v[i] = (off[i] < 0 || mz < 0) ? cval : in[mz * slice + off[i]];
-        }
-      }
-    };
+    auto fetch = [&](idx_t za, T(&v)[mw_slots]) { ld.fetch(in, g, mode, cval, za, v); };
     // Stores fetched planes and sorts their y-triples into sc (both barriers inside).
     auto sort = [&](const T(&v)[mw_slots]) {
-#pragma unroll
-      for (int i = 0; i < mw_slots; ++i)
-        if (i < mw_slots - 1 || last_slot) (&sp[0][0][0])[t + i * mw_threads] = v[i];
+      ld.store(&sp[0][0][0], v);
       __syncthreads();
 #pragma unroll
       for (int p = 0; p < 2; ++p) {
@@ -386,41 +407,13 @@ __global__ void __launch_bounds__(mw_threads, 2)
   const idx_t slice = g.nx * g.ny;
   // Warp 0's lanes t < 16 sort the last word (halo columns 64, 65): plane and row.
   const int lp = (t >> 3) & 1, lr = t & 7;
-  const bool last_slot = t < 2 * mw_plane - (mw_slots - 1) * mw_threads;
 
   for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
+    const mw_loads<T> ld(in, g, mode, t, bx * mw_ox, by * mw_ty);
     const idx_t x0 = bx * mw_ox, y0 = by * mw_ty;
-    idx_t off[mw_slots];
-    const T* src[mw_slots];
-#pragma unroll
-    for (int i = 0; i < mw_slots; ++i) {
-      const int q = t + i * mw_threads;
-      const int pl = q >= mw_plane ? 1 : 0, qq = q - pl * mw_plane;
-      const idx_t mx = map_fast(x0 + qq % mw_hx - 1, g.nx, mode);
-      const idx_t my = map_fast(y0 + qq / mw_hx - 1, g.ny, mode);
-      off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
-      src[i] = in + (off[i] + pl * slice);
-    }
-    auto fetch = [&](idx_t za, T(&v)[mw_slots]) {
-      if (za >= 0 && za + 1 < g.nz) {
-        const idx_t dz = za * slice;
-#pragma unroll
-        for (int i = 0; i < mw_slots; ++i)
-          if (i < mw_slots - 1 || last_slot) v[i] = off[i] < 0 ? cval : src[i][dz];
-      } else {
-        const idx_t ma = map_fast(za, g.nz, mode), mb = map_fast(za + 1, g.nz, mode);
-#pragma unroll
-        for (int i = 0; i < mw_slots; ++i) {
-          if (i == mw_slots - 1 && !last_slot) continue;
-          const idx_t mz = t + i * mw_threads < mw_plane ? ma : mb;
-          v[i] = (off[i] < 0 || mz < 0) ? cval : in[mz * slice + off[i]];
-        }
-      }
-    };
+    auto fetch = [&](idx_t za, T(&v)[mw_slots]) { ld.fetch(in, g, mode, cval, za, v); };
     auto sort = [&](const T(&v)[mw_slots]) {
-#pragma unroll
-      for (int i = 0; i < mw_slots; ++i)
-        if (i < mw_slots - 1 || last_slot) (&sp[0][0][0])[t + i * mw_threads] = v[i];
+      ld.store(&sp[0][0][0], v);
       __syncthreads();
 #pragma unroll
       for (int p = 0; p < 2; ++p) {
