@@ -300,8 +300,6 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    in the 16-bit lanes of a word;
     //  - the 3x3 median per slice: the network per voxel, nine loads each (per_voxel; default:
     //    tiles of sorted y-triples, two outputs a thread);
-    //  - medians of size 5: the rank kernel's first form (rank_v1; default: precomputed update
-    //    codes, one counting loop, the bin's scan stopped at its count);
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (fused; default: the xy
     //    kernel, then the z kernel);
     //  - the Gaussian's xy pass of 8- and 16-bit voxels at any radius up to 16: the
@@ -347,8 +345,6 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 2)
       alts.push_back({&filt::median2d_net, false, "per_voxel"});
-    if (c.op == op_kind::median && c.size > 3)
-      alts.push_back({&filt::rank_codes, false, "rank_v1"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
       alts.push_back({&filt::median3_lanes, false, "int_values"});
       alts.push_back(

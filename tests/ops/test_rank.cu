@@ -20,7 +20,6 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/voxstream.hpp>
 
-#include "../../src/ops/detail/filter_paths.hpp"
 #include "../common/border_ref.hpp"
 #include "../common/compare.hpp"
 #include "../common/random.hpp"
@@ -226,27 +225,6 @@ TYPED_TEST(RankTyped, SingleSlice) {
     check<T>(e, h, 5, 62, opts(m, 3, 2.0), "one slice");
     check<T>(e, h, {7, 3, 1}, 10, opts(m, 2, 2.0), "one slice");
   }
-}
-
-// The kernel's first form (switch rank_codes off: bytes of bins, two counting loops, the full
-// scan of the rank's bin) on the cases above that reach each of its parts; the default form
-// runs in every other test.
-TYPED_TEST(RankTyped, FirstFormOfTheKernel) {
-  using T = TypeParam;
-  if (!VOX_BACKEND_CUDA) GTEST_SKIP() << "the rank kernel is the cuda backend's";
-  const vox::detail::filt::scoped_path first(vox::detail::filt::rank_codes, false);
-  const extent3 e{37, 19, 35};
-  const std::vector<T> h = random_voxels<T>(e, 307);
-  check<T>(e, h, 5, 62, opts(border::reflect, 3), "random, first form");
-  check<T>(e, h, 7, 171, opts(border::constant, 3, 2.0), "random, first form");
-  check<T>(e, h, {15, 1, 3}, 20, opts(border::wrap, 3), "random, first form");
-  check<T>(e, h, {9, 3, 1}, 13, opts(border::nearest, 2), "random, first form");
-  const std::vector<T> c = clustered<T>(e, 308);
-  check<T>(e, c, 5, 62, opts(border::reflect, 3), "clustered, first form");
-  check<T>(e, c, {15, 3, 5}, 100, opts(border::nearest, 3), "clustered, first form");
-  const extent3 one{33, 17, 1};
-  check<T>(one, random_voxels<T>(one, 309), 5, 62, opts(border::constant, 3, 2.0),
-           "one slice, first form");
 }
 
 // Floats with scattered NaNs and an all-NaN block: windows without NaN are exact (the others

@@ -145,12 +145,6 @@ inline std::atomic<bool> median3_lanes{true};
 /// network (median_fn: nine loads a voxel, false). Both give the same voxels.
 inline std::atomic<bool> median2d_net{true};
 
-/// The rank machinery (rank_filter, percentile_filter, medians beyond 3x3x3): each voxel's
-/// histogram update precomputed once per plane as a word (rank_code), the leaving and entering
-/// planes counted in one loop with one barrier a step, and the rank's bin scanned only until its
-/// count is met (true, the default); or the first form (false). Both give the same voxels.
-inline std::atomic<bool> rank_codes{true};
-
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
 class scoped_path {

@@ -30,7 +30,6 @@
 
 #include "filter_arith.cuh"
 #include "filter_checks.hpp"
-#include "filter_paths.hpp"
 #include "march.cuh"
 
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
@@ -80,53 +79,21 @@ struct rank_geom {
 template <class T>
 using rank_key_t = std::conditional_t<(sizeof(T) >= 4 && !std::is_same_v<T, float>), double, float>;
 
-/// Planes of the kernel's ring: the window's 2 rz + 1, and with CODES two more (the entering
-/// plane is stored while the leaving one is still read, and one barrier a step suffices).
-template <bool CODES>
-__host__ __device__ constexpr int rank_slots(int rz) {
-  return 2 * rz + 1 + (CODES ? 2 : 0);
-}
-
-/// Whether the kernel keeps the planes' voxels and bins besides their codes: not for uint8 voxels
-/// with CODES, whose bin is the answer (the first form counts from the bins).
-template <class T, bool CODES>
-inline constexpr bool rank_keeps_values = !(CODES && std::is_same_v<T, std::uint8_t>);
-
-template <class T, class C, bool CODES>
+template <class T, class C>
 std::size_t rank_shared_bytes(const rank_geom& b) {
   const std::size_t nt = rk_threads<C>;
   const std::size_t plane = static_cast<std::size_t>(rk_pitch(b.rx)) *
                             static_cast<std::size_t>(rk_ty<C> + 2 * b.ry);
-  const std::size_t k = static_cast<std::size_t>(rank_slots<CODES>(b.rz));
+  const std::size_t k = static_cast<std::size_t>(2 * b.rz + 1);
   std::size_t bytes = rk_bins * nt * sizeof(C);                // histograms (packed words)
   bytes += rk_cap * nt * sizeof(T);                             // members of the rank's bin
-  if (CODES) bytes += k * plane * sizeof(unsigned);             // the planes' update codes
-  if (rank_keeps_values<T, CODES>) {
-    bytes += k * plane * sizeof(T);  // the window's planes
-    bytes = (bytes + 15) / 16 * 16;
-    bytes += k * plane;  // their bins
-  }
+  bytes += k * plane * sizeof(T);                               // the window's planes
+  bytes = (bytes + 15) / 16 * 16;
+  bytes += k * plane;                                           // their bins
   return bytes;
 }
 
-/// A voxel's histogram update as one word (CODES): the byte offset of its bin's counter word
-/// from the thread's first word in bits 16..31, and the counter's bit position in bits 0..4.
-/// Codes order like bins, and an update is a funnel shift, one add and the atomic.
-template <class C>
-__host__ __device__ constexpr unsigned rank_code(int bin) {
-  constexpr int BPW = 4 / static_cast<int>(sizeof(C));
-  return (static_cast<unsigned>(bin / BPW) * static_cast<unsigned>(rk_threads<C>) * 4u) << 16 |
-         static_cast<unsigned>((bin % BPW) * 8 * static_cast<int>(sizeof(C)));
-}
-static_assert(rank_code<std::uint8_t>(255) >> 16 < 65536 &&
-                  rank_code<std::uint16_t>(255) >> 16 < 65536,
-              "offsets fit 16 bits");
-
-/// CODES (switch rank_codes, the default): each plane's voxels also get their update code
-/// (rank_code) when stored, the leaving and the entering plane are counted in one loop, the
-/// ring has two more planes and a step one barrier, and the scan of the rank's bin stops once
-/// it has met the bin's count. Else the first form: bytes of bins, two loops, two barriers.
-template <class T, class C, bool CODES>
+template <class T, class C>
 __global__ void __launch_bounds__(rk_threads<C>)
     rank_kernel(const T* __restrict__ in, T* __restrict__ out, rank_geom b, border mode, T cval) {
   constexpr int NT = rk_threads<C>, TY = rk_ty<C>, NPRE = rk_pre<C>;
@@ -138,18 +105,15 @@ __global__ void __launch_bounds__(rk_threads<C>)
   const int tx = t % rk_tx, ty = t / rk_tx;
   const int hx = rk_tx + 2 * b.rx, hy = TY + 2 * b.ry, plane = hx * hy;
   const int hp = rk_pitch(b.rx), pp = hp * hy;  // padded row and plane pitch in shared memory
-  const int kz = 2 * b.rz + 1, ks = rank_slots<CODES>(b.rz);
+  const int kz = 2 * b.rz + 1;
   constexpr int BPW = 4 / static_cast<int>(sizeof(C));  // counters per word
   constexpr int BITS = 8 * static_cast<int>(sizeof(C));
   constexpr unsigned MASK = (1u << BITS) - 1u;
   unsigned* hist = reinterpret_cast<unsigned*>(rk_dyn);   // [rk_bins / BPW][NT]
   T* mem = reinterpret_cast<T*>(hist + rk_bins / BPW * NT);  // [rk_cap][NT]
-  unsigned* code = reinterpret_cast<unsigned*>(mem + rk_cap * NT);  // CODES: [ks][hy][hp]
-  T* raw = reinterpret_cast<T*>(code + (CODES ? ks * pp : 0));      // [ks][hy][hp]
+  T* raw = mem + rk_cap * NT;                    // [kz][hy][hp]
   unsigned char* bk = reinterpret_cast<unsigned char*>(
-      rk_dyn + (((reinterpret_cast<unsigned char*>(raw + ks * pp) - rk_dyn) + 15) / 16 * 16));
-  // This thread's counters, addressed by the byte offsets of the codes.
-  unsigned char* const hist_t = reinterpret_cast<unsigned char*>(hist + t);
+      rk_dyn + (((reinterpret_cast<unsigned char*>(raw + kz * pp) - rk_dyn) + 15) / 16 * 16));
   const unsigned* bkw = reinterpret_cast<const unsigned*>(bk);  // the bins as words
   // Where this thread's share of a plane (elements t + NT q of hx x hy) lies in the padded one.
   int dpos[NPRE];
@@ -243,12 +207,8 @@ __global__ void __launch_bounds__(rk_threads<C>)
       for (int q = 0; q < NPRE; ++q) {
         const int i = t + NT * q;
         if (i < plane) {
-          const int bin = bin_of(v[q]);
-          if constexpr (rank_keeps_values<T, CODES>) {
-            raw[slot * pp + dpos[q]] = v[q];
-            bk[slot * pp + dpos[q]] = static_cast<unsigned char>(bin);
-          }
-          if constexpr (CODES) code[slot * pp + dpos[q]] = rank_code<C>(bin);
+          raw[slot * pp + dpos[q]] = v[q];
+          bk[slot * pp + dpos[q]] = static_cast<unsigned char>(bin_of(v[q]));
         }
       }
     };
@@ -265,25 +225,6 @@ __global__ void __launch_bounds__(rk_threads<C>)
       }
     };
 
-    // CODES: the entering plane's voxels added (slot `in_s`) and, if out_s >= 0, the leaving
-    // plane's removed (slot out_s), in one loop.
-    auto count_codes = [&](int in_s, int out_s) {
-      const int base = ty * hp + tx;
-      const unsigned* ci = code + in_s * pp + base;
-      const unsigned* co = code + (out_s < 0 ? in_s : out_s) * pp + base;
-      for (int dy = 0; dy <= 2 * b.ry; ++dy) {
-        for (int dx = 0; dx <= 2 * b.rx; ++dx) {
-          const unsigned a = ci[dy * hp + dx];
-          atomicAdd(reinterpret_cast<unsigned*>(hist_t + (a >> 16)), __funnelshift_l(0u, 1u, a));
-          if (out_s >= 0) {
-            // A removed voxel was counted before: its counter is >= 1, so no borrow leaves it.
-            const unsigned r = co[dy * hp + dx];
-            atomicAdd(reinterpret_cast<unsigned*>(hist_t + (r >> 16)), __funnelshift_l(0u, ~0u, r));
-          }
-        }
-      }
-    };
-
     // Prologue: the 2 rz planes before the first entering one.
     T pv[NPRE];
     fetch(zs - b.rz, pv);
@@ -291,36 +232,21 @@ __global__ void __launch_bounds__(rk_threads<C>)
       store_plane(s, pv);
       fetch(zs - b.rz + s + 1, pv);
       __syncthreads();
-      if constexpr (CODES) {
-        count_codes(s, -1);
-      } else {
-        count_plane(s, 1);
-      }
+      count_plane(s, 1);
     }
-    int slot = 2 * b.rz;  // the entering plane's slot (the first form: it held the leaving one)
+    int slot = 2 * b.rz;  // the entering plane's slot: it held the leaving one
     const idx_t gx = x0 + tx, gy = y0 + ty;
     const bool mine = gx < g.nx && gy < g.ny;
     for (idx_t z = zs; z < ze; ++z) {
-      if constexpr (CODES) {
-        // Slot `slot` was last read (as a leaving plane or in a scan) two steps ago: the last
-        // step's barrier ordered that before this store.
-        store_plane(slot, pv);
-        if (z + 1 < ze) fetch(z + b.rz + 1, pv);
-        __syncthreads();
-        const int leave = slot + 2 >= ks ? slot + 2 - ks : slot + 2;  // plane z - rz - 1
-        count_codes(slot, z > zs ? leave : -1);
-      } else {
-        if (z > zs) {
-          count_plane(slot, -1);
-          __syncthreads();  // every thread is done with the leaving plane (and the last scan)
-        }
-        store_plane(slot, pv);
-        if (z + 1 < ze) fetch(z + b.rz + 1, pv);
-        __syncthreads();
-        count_plane(slot, 1);
+      if (z > zs) {
+        count_plane(slot, -1);
+        __syncthreads();  // every thread is done with the leaving plane (and the last scan)
       }
-      const int entered = slot;  // the window is slots entered, entered - 1, ... (kz of them)
-      slot = slot + 1 == ks ? 0 : slot + 1;
+      store_plane(slot, pv);
+      if (z + 1 < ze) fetch(z + b.rz + 1, pv);
+      __syncthreads();
+      count_plane(slot, 1);
+      slot = slot + 1 == kz ? 0 : slot + 1;
 
       // The rank's bin: coarse bins, then its 16 fine ones.
       const int need = b.rank;
@@ -338,11 +264,11 @@ __global__ void __launch_bounds__(rk_threads<C>)
         if (below + n > need) break;
         below += n;
       }
-      int bin = c * 16, nb = 0;  // nb: the voxels in the rank's bin
-      for (;; ++bin) {
-        nb = static_cast<int>((hist[(bin / BPW) * NT + t] >> ((bin % BPW) * BITS)) & MASK);
-        if (bin == c * 16 + 15 || below + nb > need) break;
-        below += nb;
+      int bin = c * 16;
+      for (; bin < c * 16 + 15; ++bin) {
+        const int n = static_cast<int>((hist[(bin / BPW) * NT + t] >> ((bin % BPW) * BITS)) & MASK);
+        if (below + n > need) break;
+        below += n;
       }
       T result;
       if (exact) {
@@ -352,11 +278,8 @@ __global__ void __launch_bounds__(rk_threads<C>)
         // compared a word (4 voxels) at a time; only the matches (a few, usually) are visited.
         const int kk = need - below;
         const unsigned rep = 0x01010101u * static_cast<unsigned>(bin);
-        // Visits the window's voxels in `bin` (CODES: stops after the bin's nb).
         auto for_each_in_bin = [&](auto&& f) {
-          int left = nb;
-          for (int k = 0; k < kz; ++k) {
-            const int s = CODES ? (entered - k < 0 ? entered - k + ks : entered - k) : k;
+          for (int s = 0; s < kz; ++s) {
             for (int dy = 0; dy <= 2 * b.ry; ++dy) {
               const int row = s * pp + (ty + dy) * hp + tx / 4 * 4;  // a word's first byte
               const unsigned* wp = bkw + row / 4;
@@ -368,10 +291,8 @@ __global__ void __launch_bounds__(rk_threads<C>)
                   const int i = row + 4 * j + (__ffs(static_cast<int>(e)) - 1) / 8;
                   e &= e - 1u;  // one bit a matching byte
                   f(i);
-                  --left;
                 }
               }
-              if (CODES && left <= 0) return;
             }
           }
         };
@@ -436,16 +357,8 @@ bool run_rank_kernel(stream_set& streams, const char* op, const volume<T>& in, v
   b.rank = static_cast<int>(rank);
   const long window = static_cast<long>(2 * r.x + 1) * (2 * r.y + 1) * (2 * r.z + 1);
   const bool small = window <= 255;  // 8-bit counters
-  bool codes = rank_codes.load(std::memory_order_relaxed);
-  const auto bytes_of = [&](bool with_codes) {
-    if (with_codes)
-      return small ? rank_shared_bytes<T, std::uint8_t, true>(b)
-                   : rank_shared_bytes<T, std::uint16_t, true>(b);
-    return small ? rank_shared_bytes<T, std::uint8_t, false>(b)
-                 : rank_shared_bytes<T, std::uint16_t, false>(b);
-  };
-  if (codes && bytes_of(true) > (200u << 10)) codes = false;  // the first form's smaller ring
-  const std::size_t bytes = bytes_of(codes);
+  const std::size_t bytes =
+      small ? rank_shared_bytes<T, std::uint8_t>(b) : rank_shared_bytes<T, std::uint16_t>(b);
   if (bytes > (200u << 10)) return false;
   // Chunks of at least 8 rz slices: each re-reads and re-counts 2 rz halo planes.
   const idx_t min_chunk = std::max<idx_t>(32, 8 * r.z);
@@ -464,7 +377,7 @@ bool run_rank_kernel(stream_set& streams, const char* op, const volume<T>& in, v
           using C = decltype(counter);
           bg.g = make_march(e, w, rk_tx, rk_ty<C>, min_chunk);
           const dim3u gr = march_grid(bg.g);
-          auto* k = codes ? rank_kernel<T, C, true> : rank_kernel<T, C, false>;
+          auto* k = rank_kernel<T, C>;
           // Static (the reduction's slots) and dynamic shared memory past 48 KiB: the opt-in.
           opt_in_shared(reinterpret_cast<const void*>(k), bytes, dev, op,
                         2 * sizeof(T) * (rk_threads<C> / 32));
