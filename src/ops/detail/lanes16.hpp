@@ -39,50 +39,46 @@ inline constexpr bool has_lanes16 =
 
 namespace lanes_detail {
 VOX_HD inline unsigned lane(unsigned w, int k) { return (w >> (16 * k)) & 0xffffu; }
-VOX_HD inline int slane(unsigned w, int k) {
-  return static_cast<int>(static_cast<std::int16_t>(static_cast<std::uint16_t>(lane(w, k))));
-}
 VOX_HD inline unsigned join(unsigned lo, unsigned hi) { return (lo & 0xffffu) | (hi << 16); }
+/// The host's min (MAX false) or max of two words lane by lane, signed (S) or unsigned lanes.
+template <bool S, bool MAX>
+inline unsigned pick(unsigned a, unsigned b) {
+  unsigned r = 0;
+  for (int k = 0; k < 2; ++k) {
+    const unsigned ua = lane(a, k), ub = lane(b, k);
+    const bool less = S ? static_cast<std::int16_t>(ua) < static_cast<std::int16_t>(ub) : ua < ub;
+    r |= ((less != MAX) ? ua : ub) << (16 * k);
+  }
+  return r;
+}
 }  // namespace lanes_detail
 
 VOX_HD inline lanes_u16 vmin(lanes_u16 a, lanes_u16 b) {
 #if defined(__CUDA_ARCH__)
   return {__vminu2(a.w, b.w)};
 #else
-  using namespace lanes_detail;
-  const unsigned l0 = lane(a.w, 0) < lane(b.w, 0) ? lane(a.w, 0) : lane(b.w, 0);
-  const unsigned l1 = lane(a.w, 1) < lane(b.w, 1) ? lane(a.w, 1) : lane(b.w, 1);
-  return {join(l0, l1)};
+  return {lanes_detail::pick<false, false>(a.w, b.w)};
 #endif
 }
 VOX_HD inline lanes_u16 vmax(lanes_u16 a, lanes_u16 b) {
 #if defined(__CUDA_ARCH__)
   return {__vmaxu2(a.w, b.w)};
 #else
-  using namespace lanes_detail;
-  const unsigned l0 = lane(a.w, 0) < lane(b.w, 0) ? lane(b.w, 0) : lane(a.w, 0);
-  const unsigned l1 = lane(a.w, 1) < lane(b.w, 1) ? lane(b.w, 1) : lane(a.w, 1);
-  return {join(l0, l1)};
+  return {lanes_detail::pick<false, true>(a.w, b.w)};
 #endif
 }
 VOX_HD inline lanes_s16 vmin(lanes_s16 a, lanes_s16 b) {
 #if defined(__CUDA_ARCH__)
   return {__vmins2(a.w, b.w)};
 #else
-  using namespace lanes_detail;
-  const int l0 = slane(a.w, 0) < slane(b.w, 0) ? slane(a.w, 0) : slane(b.w, 0);
-  const int l1 = slane(a.w, 1) < slane(b.w, 1) ? slane(a.w, 1) : slane(b.w, 1);
-  return {join(static_cast<unsigned>(l0), static_cast<unsigned>(l1))};
+  return {lanes_detail::pick<true, false>(a.w, b.w)};
 #endif
 }
 VOX_HD inline lanes_s16 vmax(lanes_s16 a, lanes_s16 b) {
 #if defined(__CUDA_ARCH__)
   return {__vmaxs2(a.w, b.w)};
 #else
-  using namespace lanes_detail;
-  const int l0 = slane(a.w, 0) < slane(b.w, 0) ? slane(b.w, 0) : slane(a.w, 0);
-  const int l1 = slane(a.w, 1) < slane(b.w, 1) ? slane(b.w, 1) : slane(a.w, 1);
-  return {join(static_cast<unsigned>(l0), static_cast<unsigned>(l1))};
+  return {lanes_detail::pick<true, true>(a.w, b.w)};
 #endif
 }
 
