@@ -115,9 +115,10 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
     zflags.emplace(streams, c, e.y * xblocks, e.z, false, op);
   }
 #if VOX_BACKEND_CUDA
-  // The staged windowed kernels where their shared memory fits the default 48 KiB.
+  // The staged windowed kernels where their shared memory (and the static flag beside it) fits
+  // the default 48 KiB.
   const bool staged = staged_windows.load(std::memory_order_relaxed) &&
-                      stage_bytes<W>(reach) <= (std::size_t{48} << 10);
+                      stage_bytes<W>(reach) + 16 <= (std::size_t{48} << 10);
 #endif
   unsigned char* yf = reach > 0 ? yflags->data() : nullptr;
   unsigned char* zf = reach > 0 ? zflags->data() : nullptr;
