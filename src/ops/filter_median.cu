@@ -398,6 +398,7 @@ template <class T>
 __global__ void __launch_bounds__(mw_threads, 2)
     median3p_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
                     T cval) {
+  static_assert(has_lanes16<T>, "8- and 16-bit voxels: other types have no 16-bit lanes");
   using L = lanes_of<T>;
   constexpr int mw_words = mw_hx / 2;            // words of a halo row: 32 and warp 0's extra one
   __shared__ alignas(16) T sp[2][mw_hy][mw_hx];  // two raw planes with their xy halo

@@ -782,7 +782,8 @@ __device__ void staged_tile(const Col& col, bool inside, int p0, int n, int dmax
   staged_column<Col> sc{col, sw + lane, lo};
   for (int k = 0; k < stage_span / static_cast<int>(stage_warps); ++k) {
     const int p = p0 + warp + static_cast<int>(stage_warps) * k;
-    if (p >= n || *give_up != 0) break;  // uniform in the warp
+    // p is the same in every lane; the flag is voted so that the whole warp leaves together.
+    if (p >= n || __any_sync(0xffffffffu, *give_up != 0)) break;
     const bool ok = !inside || window_search(sc, p, n, dmax);
     if (__any_sync(0xffffffffu, !ok)) {
       if (lane == 0) {
