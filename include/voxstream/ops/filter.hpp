@@ -131,8 +131,9 @@ void gradient_magnitude(stream_set& streams, const volume<T>& in, volume<filter_
 /// border::constant mode `cval` is first converted to the voxel type (truncated toward zero and
 /// saturated), which gives scipy's result because the rank commutes with that monotone
 /// conversion. 3x3x3, and 3x3 per slice, on the CUDA backend are fused selection networks over
-/// sorted columns of the window, two outputs a thread (8- and 16-bit voxels in the two 16-bit
-/// lanes of a word); other windows run the rank machinery of rank_filter. A window holding NaN
+/// sorted columns of the window (two output columns a thread, except 3x3x3 of 8-byte voxels;
+/// 8- and 16-bit voxels in the two 16-bit lanes of a word); other windows run the rank
+/// machinery of rank_filter. A window holding NaN
 /// voxels gives an unspecified result.
 template <class T>
 void median(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
