@@ -300,8 +300,8 @@ __global__ void __launch_bounds__(mw_threads, 2)
   const int lp = (t >> 4) & 1, lr = (t >> 1) & 7, lc = mw_ox + (t & 1);
 
   for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
-    const mw_loads<T> ld(in, g, mode, t, bx * mw_ox, by * mw_ty);
     const idx_t x0 = bx * mw_ox, y0 = by * mw_ty;
+    const mw_loads<T> ld(in, g, mode, t, x0, y0);
     // Loads of planes za and za + 1 into registers (consumed by `sort`).
     auto fetch = [&](idx_t za, T(&v)[mw_slots]) { ld.fetch(in, g, mode, cval, za, v); };
     // Stores fetched planes and sorts their y-triples into sc (both barriers inside).
@@ -410,8 +410,8 @@ __global__ void __launch_bounds__(mw_threads, 2)
   const int lp = (t >> 3) & 1, lr = t & 7;
 
   for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
-    const mw_loads<T> ld(in, g, mode, t, bx * mw_ox, by * mw_ty);
     const idx_t x0 = bx * mw_ox, y0 = by * mw_ty;
+    const mw_loads<T> ld(in, g, mode, t, x0, y0);
     auto fetch = [&](idx_t za, T(&v)[mw_slots]) { ld.fetch(in, g, mode, cval, za, v); };
     auto sort = [&](const T(&v)[mw_slots]) {
       ld.store(&sp[0][0][0], v);

@@ -759,13 +759,16 @@ struct staged_column : Col {
 };
 
 /// Runs the searches of one staged tile: positions p0 + warp + stage_warps k (k < 8) of a column
-/// of n, after staging words [lo, hi) of every lane's column by `word(q)` (q in [lo, hi)).
-/// Returns with `give_up` (shared) set and the tile's flag set if a search went past dmax.
-template <class Col, class Word>
+/// of n, after staging words [lo, hi) of every lane's column (col.load) in the block's dynamic
+/// shared memory. Sets the tile's flag if a search went past dmax.
+template <class Col>
 __device__ void staged_tile(const Col& col, bool inside, int p0, int n, int dmax,
-                            typename Col::word* sw, volatile int* give_up,
-                            volatile unsigned char* flag, Word&& word) {
+                            volatile unsigned char* flag) {
   using W = typename Col::word;
+  extern __shared__ __align__(16) unsigned char stage_dyn[];
+  __shared__ int give_up_flag;
+  W* sw = reinterpret_cast<W*>(stage_dyn);
+  volatile int* give_up = &give_up_flag;
   const int lane = static_cast<int>(threadIdx.x), warp = static_cast<int>(threadIdx.y);
   const int lo = p0 - dmax > 0 ? p0 - dmax : 0;
   const int hi = p0 + stage_span + dmax < n ? p0 + stage_span + dmax : n;
@@ -775,7 +778,7 @@ __device__ void staged_tile(const Col& col, bool inside, int p0, int n, int dmax
   const bool skip = *give_up != 0;  // uniform: nothing writes it before the next barrier
   if (!skip) {
     for (int r = warp; r < hi - lo; r += static_cast<int>(stage_warps))
-      sw[r * static_cast<int>(col_threads) + lane] = inside ? word(lo + r) : none_word<W>();
+      sw[r * static_cast<int>(col_threads) + lane] = inside ? col.load(lo + r) : none_word<W>();
   }
   __syncthreads();
   if (skip) return;  // the tile is the envelope's already
@@ -801,9 +804,6 @@ template <class W, class Ar>
 __global__ void __launch_bounds__(col_threads* stage_warps)
     edt_y_stage_kernel(const W* in, W* out, geom g, Ar ar, int dmax, idx z0, idx z1,
                        unsigned char* flags) {
-  extern __shared__ __align__(16) unsigned char stage_dyn[];
-  __shared__ int give_up;
-  W* sw = reinterpret_cast<W*>(stage_dyn);
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   const bool inside = x < g.nx;
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
@@ -813,9 +813,8 @@ __global__ void __launch_bounds__(col_threads* stage_warps)
     const std::size_t base = static_cast<std::size_t>(z) * slice + static_cast<std::size_t>(x);
     const y_column<W, Ar> col{in + base, out + base, nx, static_cast<int>(x), ar};
     for (idx y0 = idx{blockIdx.y} * stage_span; y0 < g.ny; y0 += idx{gridDim.y} * stage_span)
-      staged_tile(col, inside, static_cast<int>(y0), static_cast<int>(g.ny), dmax, sw, &give_up,
-                  flags + z * xblocks + blockIdx.x,
-                  [&](int q) { return in[base + static_cast<std::size_t>(q) * nx]; });
+      staged_tile(col, inside, static_cast<int>(y0), static_cast<int>(g.ny), dmax,
+                  flags + z * xblocks + blockIdx.x);
   }
 }
 
@@ -825,9 +824,6 @@ template <class W, class R, class Ar, bool DEFER>
 __global__ void __launch_bounds__(col_threads* stage_warps)
     edt_z_stage_kernel(const W* in, R* out, std::int32_t* ix, std::int32_t* iy, std::int32_t* iz,
                        geom g, Ar ar, int dmax, unsigned char* flags) {
-  extern __shared__ __align__(16) unsigned char stage_dyn[];
-  __shared__ int give_up;
-  W* sw = reinterpret_cast<W*>(stage_dyn);
   const idx x = idx{blockIdx.x} * col_threads + threadIdx.x;
   const bool inside = x < g.nx;
   const std::size_t slice = static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.ny);
@@ -838,9 +834,8 @@ __global__ void __launch_bounds__(col_threads* stage_warps)
     const auto col = z_column_at<W, R, Ar, DEFER>(in, out, ix, iy, iz, base, slice,
                                                   static_cast<int>(x), static_cast<int>(y), ar);
     for (idx z0 = idx{blockIdx.y} * stage_span; z0 < g.nz; z0 += idx{gridDim.y} * stage_span)
-      staged_tile(col, inside, static_cast<int>(z0), static_cast<int>(g.nz), dmax, sw, &give_up,
-                  flags + y * xblocks + blockIdx.x,
-                  [&](int q) { return in[base + static_cast<std::size_t>(q) * slice]; });
+      staged_tile(col, inside, static_cast<int>(z0), static_cast<int>(g.nz), dmax,
+                  flags + y * xblocks + blockIdx.x);
   }
 }
 
