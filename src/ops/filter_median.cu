@@ -18,6 +18,7 @@
 #include "detail/lanes16.hpp"
 #include "detail/march.cuh"
 #include "detail/median_network.cuh"
+#include "detail/median_network5.cuh"
 
 namespace vox::detail::filt {
 
@@ -98,6 +99,52 @@ struct median3_lanes_fn {
     T* o = out + (z * ny + y) * nx + x;
     o[0] = lane_voxel<T>(r, 0);
     if (x + 1 < nx) o[1] = lane_voxel<T>(r, 1);
+  }
+};
+
+/// The 5x5 median per slice, two neighbouring outputs a call (x = 2 ux and x + 1) in pair_lanes:
+/// the window columns' voxels x - 2 .. x + 3 make three words of two columns each, sorted along y
+/// (sort5), whose middles are the other two columns; median25_of_sorted_columns then runs once for
+/// both outputs. The CUDA kernel median2d_kernel<T, 2> builds the same columns from the sorted
+/// words of its tile; the host backend runs this, so the network and its lanes are tested without
+/// a GPU.
+template <class T>
+struct median25_fn {
+  const T* in;
+  T* out;
+  idx_t nx, ny;
+  border mode;
+  T cval;
+
+  VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
+    using L = pair_lanes<T>;
+    const idx_t x = 2 * static_cast<idx_t>(ux), y = static_cast<idx_t>(uy),
+                z = static_cast<idx_t>(uz);
+    const T* s = in + z * nx * ny;
+    auto at = [&](idx_t xx, idx_t my) {
+      const idx_t mx = map_border(xx, nx, mode);
+      return mx < 0 || my < 0 ? cval : s[my * nx + mx];
+    };
+    L w[3][5];  // w[c]: the sorted y-columns of voxels x - 2 + 2 c and x - 1 + 2 c
+    for (int c = 0; c < 3; ++c) {
+      for (int dy = -2; dy <= 2; ++dy) {
+        const idx_t my = map_border(y + dy, ny, mode);
+        w[c][dy + 2] = pack_pair<T>(at(x - 2 + 2 * c, my), at(x - 1 + 2 * c, my));
+      }
+      sort5(w[c]);
+    }
+    L cols[5][5];
+    for (int k = 0; k < 5; ++k) {
+      cols[0][k] = w[0][k];
+      cols[1][k] = lanes_mid(w[0][k], w[1][k]);
+      cols[2][k] = w[1][k];
+      cols[3][k] = lanes_mid(w[1][k], w[2][k]);
+      cols[4][k] = w[2][k];
+    }
+    const L r = median25_of_sorted_columns(cols);
+    T* o = out + (z * ny + y) * nx + x;
+    o[0] = pair_voxel<T>(r, 0);
+    if (x + 1 < nx) o[1] = pair_voxel<T>(r, 1);
   }
 };
 
@@ -491,25 +538,54 @@ __global__ void __launch_bounds__(mw_threads, 2)
   });
 }
 
-// The 3x3 median per slice (switch median2d_net, the default; else median_fn per voxel): the
-// tiles of median3p_kernel, one slice at a time, no z halo. A thread's two output columns are two
-// lanes (pair_lanes: the 16-bit lanes of a word for 8- and 16-bit voxels, else a pair of
-// values). A slice's y-triples are sorted once into shared memory; a pair of outputs is then
-// med3(max of the three columns' minima, med3 of their middles, min of their maxima): 12 min or
-// max a pair, the next slice's loads in flight meanwhile.
-template <class T>
+// The 3x3 and 5x5 medians per slice (switch median2d_net, the default; else median_fn per voxel
+// and the rank kernel): the tiles of median3p_kernel (64 x 8 outputs), one slice at a time, no z
+// halo. A thread's two output columns are two lanes (pair_lanes: the 16-bit lanes of a word for 8-
+// and 16-bit voxels, else a pair of values). A slice's y-columns of 2 R + 1 voxels are sorted once
+// into shared memory (each serves 2 R + 1 windows); a pair of outputs then takes its 2 R + 1
+// sorted columns (words and the middles of neighbouring words) and:
+//  - R = 1: med3(max of the three columns' minima, med3 of their middles, min of their maxima),
+//    12 min or max;
+//  - R = 2: median25_of_sorted_columns (median_network5.cuh), 118 min or max.
+// The next slice's loads are in flight meanwhile.
+template <class T, int R>
 __global__ void __launch_bounds__(mw_threads)
     median2d_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
                     T cval) {
+  static_assert(R == 1 || R == 2, "the 3x3 and 5x5 windows");
   using L = pair_lanes<T>;
-  constexpr int mw_words = mw_hx / 2;  // words of a halo row: 32 and warp 0's extra one
-  constexpr int slots = (mw_plane + mw_threads - 1) / mw_threads;
-  __shared__ alignas(16) T sp[mw_hy][mw_hx];        // one raw slice with its xy halo
-  __shared__ alignas(16) L sc[3][mw_ty][mw_words];  // its sorted y-triples
+  constexpr int K = 2 * R + 1;
+  constexpr int hx = mw_ox + 2 * R, hy = mw_ty + 2 * R;  // the haloed tile
+  constexpr int plane = hx * hy;
+  constexpr int words = hx / 2;  // words of a halo row: mw_tx, then the R that warp 0 sorts
+  constexpr int slots = (plane + mw_threads - 1) / mw_threads;
+  static_assert(R * mw_ty <= 32, "warp 0 sorts the last words of every row");
+  __shared__ alignas(16) T sp[hy][hx];           // one raw slice with its xy halo
+  __shared__ alignas(16) L sc[K][mw_ty][words];  // its sorted y-columns
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int t = ty * mw_tx + tx;
   const idx_t slice = g.nx * g.ny;
-  const bool last_slot = t < mw_plane - (slots - 1) * mw_threads;
+  const bool last_slot = t < plane - (slots - 1) * mw_threads;
+
+  // Sorts the y-column of word w (columns 2 w, 2 w + 1) of output row r into sc[.][r][w].
+  auto sort_column = [&](int r, int w) {
+    L v[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const md_pair<T> p = *reinterpret_cast<const md_pair<T>*>(&sp[r + k][2 * w]);
+      v[k] = pack_pair<T>(p.a, p.b);
+    }
+    if constexpr (R == 1) {
+      L s3[3];
+      sort3(v[0], v[1], v[2], s3);
+#pragma unroll
+      for (int k = 0; k < 3; ++k) v[k] = s3[k];
+    } else {
+      sort5(v);
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) sc[k][r][w] = v[k];
+  };
 
   for_each_march_tile(g, [&](idx_t bx, idx_t by, idx_t zs, idx_t ze) {
     const idx_t x0 = bx * mw_ox, y0 = by * mw_ty;
@@ -517,8 +593,8 @@ __global__ void __launch_bounds__(mw_threads)
 #pragma unroll
     for (int i = 0; i < slots; ++i) {
       const int q = t + i * mw_threads;
-      const idx_t mx = map_fast(x0 + q % mw_hx - 1, g.nx, mode);
-      const idx_t my = map_fast(y0 + q / mw_hx - 1, g.ny, mode);
+      const idx_t mx = map_fast(x0 + q % hx - R, g.nx, mode);
+      const idx_t my = map_fast(y0 + q / hx - R, g.ny, mode);
       off[i] = mx >= 0 && my >= 0 ? my * g.nx + mx : -1;
     }
     auto fetch = [&](idx_t z, T(&v)[slots]) {
@@ -535,39 +611,34 @@ __global__ void __launch_bounds__(mw_threads)
 #pragma unroll
       for (int i = 0; i < slots; ++i)
         if (i < slots - 1 || last_slot) (&sp[0][0])[t + i * mw_threads] = pf[i];
-      __syncthreads();  // (the last slice's triples were all read before this slice's stores)
+      __syncthreads();  // (the last slice's columns were all read before this slice's stores)
       if (z + 1 < ze) fetch(z + 1, pf);
-      {
-        L w[3], s3[3];
+      sort_column(ty, tx);
+      if (t < R * mw_ty) sort_column(t % mw_ty, mw_tx + t / mw_ty);  // warp 0: the last words
+      __syncthreads();
+      L r;
+      if constexpr (R == 1) {
+        L a[3], b[3], c[3];
 #pragma unroll
         for (int k = 0; k < 3; ++k) {
-          const md_pair<T> r = *reinterpret_cast<const md_pair<T>*>(&sp[ty + k][2 * tx]);
-          w[k] = pack_pair<T>(r.a, r.b);
+          a[k] = sc[k][ty][tx];
+          c[k] = sc[k][ty][tx + 1];
+          b[k] = lanes_mid(a[k], c[k]);
         }
-        sort3(w[0], w[1], w[2], s3);
+        r = med3(vmax(vmax(a[0], b[0]), c[0]), med3(a[1], b[1], c[1]),
+                 vmin(vmin(a[2], b[2]), c[2]));
+      } else {
+        L c[5][5];  // c[j][k]: column j of the pair's windows (lanes: x - 2 + j, x - 1 + j)
 #pragma unroll
-        for (int k = 0; k < 3; ++k) sc[k][ty][tx] = s3[k];
-        if (t < mw_ty) {  // warp 0: the last word (halo columns 64, 65) of row t
-#pragma unroll
-          for (int k = 0; k < 3; ++k) {
-            const md_pair<T> r = *reinterpret_cast<const md_pair<T>*>(&sp[t + k][mw_ox]);
-            w[k] = pack_pair<T>(r.a, r.b);
-          }
-          sort3(w[0], w[1], w[2], s3);
-#pragma unroll
-          for (int k = 0; k < 3; ++k) sc[k][t][mw_tx] = s3[k];
+        for (int k = 0; k < 5; ++k) {
+          c[0][k] = sc[k][ty][tx];
+          c[2][k] = sc[k][ty][tx + 1];
+          c[4][k] = sc[k][ty][tx + 2];
+          c[1][k] = lanes_mid(c[0][k], c[2][k]);
+          c[3][k] = lanes_mid(c[2][k], c[4][k]);
         }
+        r = median25_of_sorted_columns(c);
       }
-      __syncthreads();
-      L a[3], b[3], c[3];
-#pragma unroll
-      for (int k = 0; k < 3; ++k) {
-        a[k] = sc[k][ty][tx];
-        c[k] = sc[k][ty][tx + 1];
-        b[k] = lanes_mid(a[k], c[k]);
-      }
-      const L r =
-          med3(vmax(vmax(a[0], b[0]), c[0]), med3(a[1], b[1], c[1]), vmin(vmin(a[2], b[2]), c[2]));
       T* o = out + z * slice + gy * g.nx + gx;
       const T v0 = pair_voxel<T>(r, 0), v1 = pair_voxel<T>(r, 1);
       if (st1 && reinterpret_cast<std::uintptr_t>(o) % (2 * sizeof(T)) == 0) {
@@ -581,19 +652,19 @@ __global__ void __launch_bounds__(mw_threads)
   });
 }
 
-/// Enqueues the 3x3 median of every slice (median2d_kernel).
-template <class T>
+/// Enqueues the (2 R + 1)^2 median of every slice (median2d_kernel).
+template <class T, int R>
 void run_median2d(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
                   border mode, T cval) {
   const extent3 e = in.extent();
   const T* src = in.data();
   T* dst = out.data();
   const std::vector<exec::access> acc{read_z(in, 0, mode), vox::write(out)};
-  exec::run_op(streams, op, streams.plan(exec::work_of(acc, op, 2.0)), acc,
+  exec::run_op(streams, op, streams.plan(exec::work_of(acc, op, R == 1 ? 2.0 : 4.0)), acc,
                [&](stream_view s, const slab& w) {
                  const march_geom g = make_march(e, w, mw_ox, mw_ty, 4);
                  const dim3u gr = march_grid(g);
-                 median2d_kernel<T>
+                 median2d_kernel<T, R>
                      <<<dim3(gr.x, gr.y, gr.z), dim3(mw_tx, mw_ty, 1), 0, s.value()>>>(src, dst, g,
                                                                                        mode, cval);
                  detail::check_launch(op);
@@ -686,6 +757,19 @@ void run_median3_lanes(stream_set& streams, const char* op, const volume<T>& in,
                [&](stream_view s, const slab& w) { launch_voxels(s, f, pairs, w, op); });
 }
 
+/// The 5x5 median of every slice through median25_fn: two outputs a call (the host backend's
+/// path; median2d_kernel<T, 2> on the CUDA backend).
+template <class T>
+void run_median25(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
+                  border mode, T cval) {
+  const extent3 e = in.extent();
+  const median25_fn<T> f{in.data(), out.data(), static_cast<idx_t>(e.x), static_cast<idx_t>(e.y),
+                         mode,      cval};
+  const extent3 pairs{(e.x + 1) / 2, e.y, e.z};
+  exec::run_op(streams, op, {read_z(in, 0, mode), vox::write(out)},
+               [&](stream_view s, const slab& w) { launch_voxels(s, f, pairs, w, op); });
+}
+
 /// The rank-th smallest of any box window of up to max_rank_window voxels, one voxel per call
 /// (the host backend's path).
 template <class T>
@@ -738,16 +822,28 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
   }
   const T cval = to_voxel<T>(o.cval);
   const bool cube3 = r.x == 1 && r.y == 1 && (o.dims == 2 || r.z == 1) && rank == window / 2;
+  // The 5x5 median per slice (2D, or 3D of depth 1).
+  const bool square5 = r.x == 2 && r.y == 2 && r.z == 0 && rank == window / 2 &&
+                       median2d_net.load(std::memory_order_relaxed);
 #if VOX_BACKEND_CUDA
   if (cube3 && o.dims == 3) {
     run_median3<T>(streams, op, in, out, o.mode, cval);
     return;
   }
   if (cube3 && median2d_net.load(std::memory_order_relaxed)) {
-    run_median2d<T>(streams, op, in, out, o.mode, cval);
+    run_median2d<T, 1>(streams, op, in, out, o.mode, cval);
+    return;
+  }
+  if (square5) {
+    run_median2d<T, 2>(streams, op, in, out, o.mode, cval);
     return;
   }
   if (!cube3 && run_rank_kernel<T>(streams, op, in, out, r, o.dims, rank, o.mode, cval)) return;
+#else
+  if (square5) {
+    run_median25<T>(streams, op, in, out, o.mode, cval);
+    return;
+  }
 #endif
   if (cube3) {
 #if !VOX_BACKEND_CUDA

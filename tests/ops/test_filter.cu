@@ -31,6 +31,7 @@
 #include "../../src/memory/detail/counters.hpp"
 #include "../../src/ops/detail/filter_paths.hpp"
 #include "../../src/ops/detail/lanes16.hpp"
+#include "../../src/ops/detail/median_network5.cuh"
 #include "../../src/ops/detail/van_herk.hpp"
 #include "../common/border_ref.hpp"
 #include "../common/compare.hpp"
@@ -911,23 +912,86 @@ TYPED_TEST(FilterTyped, Median3PathsOfNarrowVoxelsMatchReference) {
   path(false, false);
 }
 
-// The 3x3 median per slice by both CUDA paths (median2d_net: tiles of sorted y-triples, two
-// outputs a thread in lanes; off: the network per voxel), every type and border mode, odd
-// extents over several tiles (the last pair half outside), one and two columns, one slice.
+// The 3x3 and 5x5 medians per slice by both paths (median2d_net: on CUDA tiles of sorted
+// y-columns, two outputs a thread in lanes, on the host the 5x5's network two outputs a call;
+// off: the per-voxel network or selection and the rank kernel), every type and border mode, odd
+// extents over several tiles (the last pair half outside), one to four columns and rows, one
+// slice, and the 5x5x1 window of a 3D filter.
 TYPED_TEST(FilterTyped, Median2DPathsMatchReference) {
   using T = TypeParam;
   namespace filt = vox::detail::filt;
   for (bool net : {true, false}) {
-    if (!net && !VOX_BACKEND_CUDA) break;  // one host path
     SCOPED_TRACE(net ? "median2d_net" : "median2d_net off");
     const filt::scoped_path p(filt::median2d_net, net);
-    for (border m : all_modes) {
-      check_median<T>(extent3{131, 19, 3}, 3, opts(m, 2, -3.0), three, 61);
-      check_median<T>(extent3{1, 5, 2}, 3, opts(m, 2, 7.0), three, 62);
-      check_median<T>(extent3{2, 9, 1}, 3, opts(m, 2, 1.0), three, 63);
+    for (std::size_t size : {3, 5}) {
+      if (!net && !VOX_BACKEND_CUDA && size == 3) continue;  // one host path
+      for (border m : all_modes) {
+        check_median<T>(extent3{131, 19, 3}, size, opts(m, 2, -3.0), three, 61);
+        check_median<T>(extent3{1, 5, 2}, size, opts(m, 2, 7.0), three, 62);
+        check_median<T>(extent3{2, 9, 1}, size, opts(m, 2, 1.0), three, 63);
+        check_median<T>(extent3{3, 2, 2}, size, opts(m, 2, 2.0), three, 66);
+        check_median<T>(extent3{4, 1, 1}, size, opts(m, 2, -1.0), three, 67);
+      }
+      check_median<T>(odd_ext, size, opts(border::reflect, 2), three, 64);
+      check_median<T>(extent3{200, 70, 9}, size, opts(border::constant, 2, 250.0), three, 65);
     }
-    check_median<T>(odd_ext, 3, opts(border::reflect, 2), three, 64);
-    check_median<T>(extent3{200, 70, 9}, 3, opts(border::constant, 2, 250.0), three, 65);
+    const extent3 e{69, 21, 4};
+    const std::vector<T> h = random_voxels<T>(e, 68);
+    check_rank<T>(e, h, {5, 5, 1}, 12, opts(border::reflect, 3), three);
+    check_rank<T>(e, h, {5, 5, 1}, 11, opts(border::wrap, 3),
+                  three);  // another rank: not this path
+  }
+}
+
+namespace {
+/// 64 0-1 inputs at once, one per bit (min: and, max: or), for the networks' exhaustive checks.
+struct bits64 {
+  std::uint64_t v;
+};
+VOX_HD inline bits64 vmin(bits64 a, bits64 b) { return {a.v & b.v}; }
+VOX_HD inline bits64 vmax(bits64 a, bits64 b) { return {a.v | b.v}; }
+}  // namespace
+
+// The 5x5 median's networks (median_network5.cuh, generated) on every 0-1 window, 2^25 of them,
+// 64 at a time: sort5 on each column of five, then median25_of_sorted_columns, against the
+// majority. By the 0-1 principle they then select the median of every input.
+TEST(MedianNetworks, Median25OfSortedColumnsOnEveryZeroOneWindow) {
+  namespace filt = vox::detail::filt;
+  // Window voxels 0..5 take the bit patterns of a 64-input block; 6..24 the block's number.
+  constexpr std::uint64_t pattern[6] = {0xaaaaaaaaaaaaaaaaull, 0xccccccccccccccccull,
+                                        0xf0f0f0f0f0f0f0f0ull, 0xff00ff00ff00ff00ull,
+                                        0xffff0000ffff0000ull, 0xffffffff00000000ull};
+  std::uint64_t wrong = 0;
+  for (std::uint32_t block = 0; block < (1u << 19); ++block) {
+    bits64 v[25];
+    for (int i = 0; i < 25; ++i)
+      v[i] = {i < 6 ? pattern[i] : ((block >> (i - 6)) & 1u ? ~0ull : 0ull)};
+    bits64 c[5][5];
+    for (int j = 0; j < 5; ++j) {
+      bits64 col[5];
+      for (int i = 0; i < 5; ++i) col[i] = v[i * 5 + j];
+      filt::sort5(col);
+      for (int i = 0; i < 5; ++i) c[j][i] = col[i];
+    }
+    const std::uint64_t got = filt::median25_of_sorted_columns(c).v;
+    const int high = __builtin_popcount(block);
+    for (int b = 0; b < 64; ++b) {
+      const int ones = high + __builtin_popcountll(static_cast<std::uint64_t>(b) & 0x3full);
+      wrong += ((got >> b) & 1u) != static_cast<std::uint64_t>(ones >= 13);
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+// sort5 on every 0-1 input.
+TEST(MedianNetworks, Sort5OnEveryZeroOneInput) {
+  namespace filt = vox::detail::filt;
+  for (unsigned m = 0; m < 32; ++m) {
+    bits64 v[5];
+    for (int i = 0; i < 5; ++i) v[i] = {(m >> i) & 1u};
+    filt::sort5(v);
+    const int ones = __builtin_popcount(m);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(v[i].v, i >= 5 - ones ? 1u : 0u) << m << " " << i;
   }
 }
 

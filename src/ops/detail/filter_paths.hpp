@@ -140,9 +140,12 @@ inline std::atomic<bool> median3_int_values{true};
 /// default), or median3_int_values' choice (false). All give the same voxels.
 inline std::atomic<bool> median3_lanes{true};
 
-/// The 3x3 median per slice on the CUDA backend: tiles of sorted y-triples in shared memory and
-/// 12 min or max a pair of outputs (median2d_kernel, true, the default), or the per-voxel
-/// network (median_fn: nine loads a voxel, false). Both give the same voxels.
+/// The 3x3 and 5x5 medians per slice (5x5: also 3D windows of depth 1). On the CUDA backend,
+/// true (the default): tiles of sorted y-columns in shared memory, two outputs a thread in lanes,
+/// 12 min or max a pair for 3x3 and the 118 of median25_of_sorted_columns for 5x5
+/// (median2d_kernel); false: the per-voxel network for 3x3 (median_fn: nine loads a voxel) and the
+/// rank kernel for 5x5. On the host backend, 5x5 only: the same sorted columns and network two
+/// outputs a call (median25_fn) or the per-voxel selection. All give the same voxels.
 inline std::atomic<bool> median2d_net{true};
 
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
