@@ -299,7 +299,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    column a value (int_values), or on the voxel type (voxel_values); default: two columns
     //    in the 16-bit lanes of a word;
     //  - the 3x3 median per slice: the network per voxel, nine loads each (per_voxel; default:
-    //    tiles of sorted y-triples, two outputs a thread);
+    //    tiles of sorted y-triples, two outputs a thread); the 5x5 median per slice: the rank
+    //    kernel (rank_kernel; default: tiles of sorted y-columns and the 118-op network);
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (fused; default: the xy
     //    kernel, then the z kernel);
     //  - the Gaussian's xy pass of 8- and 16-bit voxels at any radius up to 16: the
@@ -345,6 +346,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::uniform3_int_sums, false, "float_sums"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 2)
       alts.push_back({&filt::median2d_net, false, "per_voxel"});
+    if (c.op == op_kind::median && c.size == 5 && c.dims == 2)
+      alts.push_back({&filt::median2d_net, false, "rank_kernel"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
       alts.push_back({&filt::median3_lanes, false, "int_values"});
       alts.push_back(
