@@ -10,7 +10,8 @@
 //   ball     one solid ball of radius 0.9 half extents (the EDT cases only: far distances).
 // Cases per mask: label_6, label_26, edt (float distances, unit spacing), edt_deferred (the same
 // with pass 3's square roots in a launch of their own, not the default), edt_envelope (the same
-// without the windowed passes: every column by the envelope), edt_unstaged (the windowed passes
+// without the windowed passes: every column by the envelope), edt_pool32 (pass 3's overflow pool
+// of 32 MiB, as before), edt_unstaged (the windowed passes
 // searching in global memory, not the default), fill_holes,
 // erosion_ball3 (binary erosion by a ball of radius 3), and on blobs region_stats (labels of
 // label_6, values = the smoothed noise).
@@ -232,6 +233,12 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
       report("edt_unstaged",
              median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }), "");
       vox::detail::edt::stage_windows(true);
+      // Pass 3's overflow pool of 32 MiB, as before 92c076f (default: a quarter of the words'
+      // bytes): RESULT segment edt_pool32.
+      vox::detail::edt::force_pool_bytes(std::size_t{32} << 20);
+      report("edt_pool32",
+             median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }), "");
+      vox::detail::edt::force_pool_bytes(0);
     };
     if (m == 2) {  // the ball: the EDT's far distances only
       edt_cases();

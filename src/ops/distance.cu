@@ -27,6 +27,7 @@ std::atomic<int> capacity_override{0};  // 0: automatic
 std::atomic<bool> deferred_roots{false};
 std::atomic<int> window_override{0};  // 0: automatic, -1: off
 std::atomic<bool> staged_windows{true};
+std::atomic<std::size_t> pool_override{0};  // 0: automatic
 /// The windowed passes' search limit (distance along the column, in voxels) when automatic: a
 /// tile of 32 columns with a voxel whose search would go further takes the envelope instead, so
 /// the windowed kernel spends at most about 2 * 32 loads a voxel on a tile it gives up.
@@ -37,6 +38,7 @@ void force_stack_capacity(int entries) noexcept { capacity_override.store(std::m
 void defer_square_roots(bool on) noexcept { deferred_roots.store(on); }
 void force_window(int reach) noexcept { window_override.store(std::max(reach, -1)); }
 void stage_windows(bool on) noexcept { staged_windows.store(on); }
+void force_pool_bytes(std::size_t bytes) noexcept { pool_override.store(bytes); }
 
 /// The windowed passes' search limit from now on; 0: no windowed pass.
 int window_limit() {
@@ -133,7 +135,9 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
   // object) most columns overflow, and the fallback's threads are then all the pass has: 32 MiB
   // gave a 512^3 volume 8192 of them, about two warps per multiprocessor.
   const std::size_t slot_bytes = e.z * sizeof(z_entry<W>);
-  const std::size_t pool_bytes = std::max(std::size_t{32} << 20, voxels * sizeof(W) / 4);
+  const std::size_t forced_pool = pool_override.load(std::memory_order_relaxed);
+  const std::size_t pool_bytes =
+      forced_pool > 0 ? forced_pool : std::max(std::size_t{32} << 20, voxels * sizeof(W) / 4);
   std::size_t slots =
       std::clamp<std::size_t>(pool_bytes / slot_bytes, fallback_threads, std::size_t{65536});
   slots = std::min(slots, (e.x * e.y + fallback_threads - 1) / fallback_threads * fallback_threads);

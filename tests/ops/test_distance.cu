@@ -392,13 +392,16 @@ TEST(DistanceShapes, BoundedStacksAndTheOverflowPathAgree) {
   // stack would grow past it (pass 2 in place in its input, pass 3 with a global stack); both
   // must give the brute force's result, with the overflow taken by most columns (capacity 1 or
   // 2), by some (5), or by none (0: automatic). Unit and isotropic samplings take the integer
-  // arithmetic, the others double; each also with pass 3's square roots deferred.
+  // arithmetic, the others double; each also with pass 3's square roots deferred. With
+  // capacity 2, pass 3's pool holds one block's stacks (64, CUDA), so that its fallback threads
+  // take many columns each.
   for (bool defer : {false, true}) {
     vox::detail::edt::defer_square_roots(defer);
     for (int cap : {1, 2, 5, 0}) {
       SCOPED_TRACE(std::string(defer ? "deferred roots, " : "") + "stack capacity " +
-                   std::to_string(cap));
+                   std::to_string(cap) + (cap == 2 ? ", smallest pool" : ""));
       vox::detail::edt::force_stack_capacity(cap);
+      vox::detail::edt::force_pool_bytes(cap == 2 ? 1 : 0);
       const unsigned seed = unsigned(cap) + (defer ? 100u : 0u);
       long_shape({37, 21, 45}, 7u + seed, 40, {0.5, 1.0, 2.5});
       long_shape({33, 40, 9}, 17u + seed, 200, {1.0, 1.0, 1.0});
@@ -411,6 +414,7 @@ TEST(DistanceShapes, BoundedStacksAndTheOverflowPathAgree) {
   }
   vox::detail::edt::defer_square_roots(false);
   vox::detail::edt::force_stack_capacity(0);
+  vox::detail::edt::force_pool_bytes(0);
 }
 
 TEST(DistanceShapes, WindowedPassesAndTheEnvelopeAgree) {

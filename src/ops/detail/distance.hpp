@@ -1,6 +1,8 @@
 // Test hook of vox::distance_transform_edt (src/ops/distance.cu). Not installed.
 #pragma once
 
+#include <cstddef>
+
 namespace vox::detail::edt {
 
 /// Entries of the bounded stack that the column passes (along y and z) try first, from now on:
@@ -30,5 +32,11 @@ void force_window(int reach) noexcept;
 /// the default), or every step of a search loads from global memory (false). Both give the
 /// same distances; the host backend has one way. For tests and benchmarks.
 void stage_windows(bool on) noexcept;
+
+/// The bytes of pass 3's pool of overflow stacks (CUDA) from now on: 0 automatic (a quarter of
+/// the bytes of the passes' words, 32 MiB at least), n > 0 n bytes; at most 65536 stacks of nz
+/// entries either way, at least one block's. Fewer stacks, fewer fallback threads: the same
+/// distances. For tests and benchmarks.
+void force_pool_bytes(std::size_t bytes) noexcept;
 
 }  // namespace vox::detail::edt
