@@ -1,7 +1,9 @@
 // Median, rank and percentile filters. The 3x3x3 median on the CUDA backend is a fused
-// z-marching kernel (one for voxels of up to 4 bytes, one for 8-byte voxels); the other windows
-// take the rank machinery of detail/filter_rank.cuh on the CUDA backend and select per voxel on the
-// host backend (the 3x3 and 3x3x3 median windows through the same networks).
+// z-marching kernel (8- and 16-bit voxels in lanes, other voxels of up to 4 bytes, 8-byte
+// voxels), the 3x3 and 5x5 medians per slice a tile kernel over sorted y-columns
+// (median2d_kernel); the other windows take the rank machinery of detail/filter_rank.cuh on the
+// CUDA backend and select per voxel on the host backend (the 3x3, 3x3x3 and 5x5 median windows
+// through the same networks).
 #include <voxstream/ops/filter.hpp>
 
 #include <cmath>
