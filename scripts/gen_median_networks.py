@@ -19,6 +19,8 @@ selects the k-th value of every 0-1 input selects it of every input), 2^25 windo
 median; tests/ops/test_filter.cu checks the generated C++ the same way.
 
     python3 scripts/gen_median_networks.py > src/ops/detail/median_network5.cuh
+
+Needs numpy (the checks); about two seconds.
 """
 import itertools
 import sys
