@@ -11,7 +11,7 @@
 // Cases per mask: label_6, label_26, edt (float distances, unit spacing), edt_deferred (the same
 // with pass 3's square roots in a launch of their own, not the default), edt_envelope (the same
 // without the windowed passes: every column by the envelope), edt_pool32 (pass 3's overflow pool
-// of 32 MiB, as before), edt_unstaged (the windowed passes
+// of 32 MiB, as before; on the ball also edt_pool64 and edt_pool256), edt_unstaged (the windowed passes
 // searching in global memory, not the default), fill_holes,
 // erosion_ball3 (binary erosion by a ball of radius 3), and on blobs region_stats (labels of
 // label_6, values = the smoothed noise).
@@ -235,9 +235,15 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
       vox::detail::edt::stage_windows(true);
       // Pass 3's overflow pool of 32 MiB, as before 92c076f (default: a quarter of the words'
       // bytes): RESULT segment edt_pool32.
-      vox::detail::edt::force_pool_bytes(std::size_t{32} << 20);
-      report("edt_pool32",
-             median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }), "");
+      // On the ball also pools of 64 and 256 MiB (512^3: 16384 and 65536 stacks, against the
+      // default's 32768): RESULT segment edt_pool64, edt_pool256.
+      for (const int mib : {32, 64, 256}) {
+        if (mib != 32 && m != 2) continue;
+        vox::detail::edt::force_pool_bytes(std::size_t(mib) << 20);
+        report(("edt_pool" + std::to_string(mib)).c_str(),
+               median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }),
+               "");
+      }
       vox::detail::edt::force_pool_bytes(0);
     };
     if (m == 2) {  // the ball: the EDT's far distances only
