@@ -233,10 +233,9 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
       report("edt_unstaged",
              median_of(t, o.reps, [&](int) { vox::distance_transform_edt(set, mask, dist); }), "");
       vox::detail::edt::stage_windows(true);
-      // Pass 3's overflow pool of 32 MiB, as before 92c076f (default: a quarter of the words'
-      // bytes): RESULT segment edt_pool32.
-      // On the ball also pools of 64 and 256 MiB (512^3: 16384 and 65536 stacks, against the
-      // default's 32768): RESULT segment edt_pool64, edt_pool256.
+      // Pass 3's overflow pool of 32 MiB, as before 92c076f (default: half the words' bytes,
+      // 256 MiB for 512^3): RESULT segment edt_pool32. On the ball also pools of 64 and 256 MiB
+      // (512^3: 16384 and 65536 stacks): RESULT segment edt_pool64, edt_pool256.
       for (const int mib : {32, 64, 256}) {
         if (mib != 32 && m != 2) continue;
         vox::detail::edt::force_pool_bytes(std::size_t(mib) << 20);

@@ -130,14 +130,16 @@ void run(stream_set& streams, const volume<T>& mask, volume<R>& out, const geom&
   // ids from z0 * nx on. Pass 3: a count, then the ids.
   iops::scratch<unsigned long long> ylist(streams, c, e.z + e.z * e.x, e.z, false, op);
   iops::scratch<unsigned long long> zlist(streams, c, 1 + e.x * e.y, e.z, false, op);
-  // Pass 3's overflow stacks: a slot of nz entries per fallback thread, in a pool of a quarter
-  // of b's bytes (32 MiB at least), 65536 slots at most. Where distances are far (a large solid
-  // object) most columns overflow, and the fallback's threads are then all the pass has: 32 MiB
-  // gave a 512^3 volume 8192 of them, about two warps per multiprocessor.
+  // Pass 3's overflow stacks: a slot of nz entries per fallback thread, in a pool of half b's
+  // bytes (32 MiB at least), 65536 slots at most. Where distances are far (a large solid object)
+  // most columns overflow, and the fallback's threads are then all the pass has: 32 MiB gave a
+  // 512^3 volume 8192 of them, about two warps per multiprocessor. On an H100 (2026-12-06, the
+  // ball of bench_ops --segment) pools of 32, 64, 128 and 256 MiB took 44.4, 33.1, 25.2 and
+  // 20.6 ms.
   const std::size_t slot_bytes = e.z * sizeof(z_entry<W>);
   const std::size_t forced_pool = pool_override.load(std::memory_order_relaxed);
   const std::size_t pool_bytes =
-      forced_pool > 0 ? forced_pool : std::max(std::size_t{32} << 20, voxels * sizeof(W) / 4);
+      forced_pool > 0 ? forced_pool : std::max(std::size_t{32} << 20, voxels * sizeof(W) / 2);
   std::size_t slots =
       std::clamp<std::size_t>(pool_bytes / slot_bytes, fallback_threads, std::size_t{65536});
   slots = std::min(slots, (e.x * e.y + fallback_threads - 1) / fallback_threads * fallback_threads);

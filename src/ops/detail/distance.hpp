@@ -33,8 +33,8 @@ void force_window(int reach) noexcept;
 /// same distances; the host backend has one way. For tests and benchmarks.
 void stage_windows(bool on) noexcept;
 
-/// The bytes of pass 3's pool of overflow stacks (CUDA) from now on: 0 automatic (a quarter of
-/// the bytes of the passes' words, 32 MiB at least), n > 0 n bytes; at most 65536 stacks of nz
+/// The bytes of pass 3's pool of overflow stacks (CUDA) from now on: 0 automatic (half the
+/// bytes of the passes' words, 32 MiB at least), n > 0 n bytes; at most 65536 stacks of nz
 /// entries either way, at least one block's. Fewer stacks, fewer fallback threads: the same
 /// distances. For tests and benchmarks.
 void force_pool_bytes(std::size_t bytes) noexcept;
