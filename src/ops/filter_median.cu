@@ -62,6 +62,14 @@ struct median_fn {
   }
 };
 
+/// Stores the two outputs of a pair of lanes at o (x, x + 1), the second only where x + 1 < nx
+/// (the host functors below).
+template <class T>
+VOX_HD inline void store_pair(T* o, pair_lanes<T> r, bool second) {
+  o[0] = pair_voxel<T>(r, 0);
+  if (second) o[1] = pair_voxel<T>(r, 1);
+}
+
 /// The 3x3x3 median of 8- and 16-bit voxels, two neighbouring outputs a call (x = 2 ux and
 /// x + 1) in the two 16-bit lanes of a word (lanes16.hpp): each window row's voxels x - 1 .. x + 2
 /// make a left word (x - 1, x) and a right word (x + 1, x + 2), and their middle (x, x + 1) is
@@ -97,10 +105,7 @@ struct median3_lanes_fn {
         w[2] = right;
       }
     }
-    const L r = median27(v);
-    T* o = out + (z * ny + y) * nx + x;
-    o[0] = lane_voxel<T>(r, 0);
-    if (x + 1 < nx) o[1] = lane_voxel<T>(r, 1);
+    store_pair<T>(out + (z * ny + y) * nx + x, median27(v), x + 1 < nx);
   }
 };
 
@@ -123,18 +128,15 @@ struct median25_fn {
     const idx_t x = 2 * static_cast<idx_t>(ux), y = static_cast<idx_t>(uy),
                 z = static_cast<idx_t>(uz);
     const T* s = in + z * nx * ny;
-    auto at = [&](idx_t xx, idx_t my) {
-      const idx_t mx = map_border(xx, nx, mode);
-      return mx < 0 || my < 0 ? cval : s[my * nx + mx];
-    };
+    idx_t mx[6];  // the window's columns x - 2 .. x + 3, mapped once
+    for (int i = 0; i < 6; ++i) mx[i] = map_border(x - 2 + i, nx, mode);
     L w[3][5];  // w[c]: the sorted y-columns of voxels x - 2 + 2 c and x - 1 + 2 c
-    for (int c = 0; c < 3; ++c) {
-      for (int dy = -2; dy <= 2; ++dy) {
-        const idx_t my = map_border(y + dy, ny, mode);
-        w[c][dy + 2] = pack_pair<T>(at(x - 2 + 2 * c, my), at(x - 1 + 2 * c, my));
-      }
-      sort5(w[c]);
+    for (int dy = -2; dy <= 2; ++dy) {
+      const idx_t my = map_border(y + dy, ny, mode);
+      const auto at = [&](int i) { return mx[i] < 0 || my < 0 ? cval : s[my * nx + mx[i]]; };
+      for (int c = 0; c < 3; ++c) w[c][dy + 2] = pack_pair<T>(at(2 * c), at(2 * c + 1));
     }
+    for (int c = 0; c < 3; ++c) sort5(w[c]);
     L cols[5][5];
     for (int k = 0; k < 5; ++k) {
       cols[0][k] = w[0][k];
@@ -143,10 +145,7 @@ struct median25_fn {
       cols[3][k] = lanes_mid(w[1][k], w[2][k]);
       cols[4][k] = w[2][k];
     }
-    const L r = median25_of_sorted_columns(cols);
-    T* o = out + (z * ny + y) * nx + x;
-    o[0] = pair_voxel<T>(r, 0);
-    if (x + 1 < nx) o[1] = pair_voxel<T>(r, 1);
+    store_pair<T>(out + (z * ny + y) * nx + x, median25_of_sorted_columns(cols), x + 1 < nx);
   }
 };
 
@@ -823,44 +822,44 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
     return;
   }
   const T cval = to_voxel<T>(o.cval);
-  const bool cube3 = r.x == 1 && r.y == 1 && (o.dims == 2 || r.z == 1) && rank == window / 2;
-  // The 5x5 median per slice (2D, or 3D of depth 1).
-  const bool square5 = r.x == 2 && r.y == 2 && r.z == 0 && rank == window / 2 &&
-                       median2d_net.load(std::memory_order_relaxed);
+  const bool mid = rank == window / 2;
+  const bool cube3 = mid && r.x == 1 && r.y == 1 && r.z == 1;
+  // The median of a square window per slice (2D, or a 3D window of depth 1): its radius, 1 or 2;
+  // 0 for any other window.
+  const idx_t flat = mid && r.z == 0 && r.x == r.y && (r.x == 1 || r.x == 2) ? r.x : 0;
+  const bool net2d = median2d_net.load(std::memory_order_relaxed);
 #if VOX_BACKEND_CUDA
-  if (cube3 && o.dims == 3) {
+  if (cube3) {
     run_median3<T>(streams, op, in, out, o.mode, cval);
     return;
   }
-  if (cube3 && median2d_net.load(std::memory_order_relaxed)) {
+  if (flat == 1 && net2d) {
     run_median2d<T, 1>(streams, op, in, out, o.mode, cval);
     return;
   }
-  if (square5) {
+  if (flat == 2 && net2d) {
     run_median2d<T, 2>(streams, op, in, out, o.mode, cval);
     return;
   }
-  if (!cube3 && run_rank_kernel<T>(streams, op, in, out, r, o.dims, rank, o.mode, cval)) return;
+  if (flat != 1 && run_rank_kernel<T>(streams, op, in, out, r, o.dims, rank, o.mode, cval)) return;
 #else
-  if (square5) {
+  if (flat == 2 && net2d) {
     run_median25<T>(streams, op, in, out, o.mode, cval);
     return;
   }
+  if constexpr (has_lanes16<T>) {
+    if (cube3 && median3_lanes.load(std::memory_order_relaxed)) {
+      run_median3_lanes<T>(streams, op, in, out, o.mode, cval);
+      return;
+    }
+  }
 #endif
   if (cube3) {
-#if !VOX_BACKEND_CUDA
-    if constexpr (has_lanes16<T>) {
-      if (o.dims == 3 && median3_lanes.load(std::memory_order_relaxed)) {
-        run_median3_lanes<T>(streams, op, in, out, o.mode, cval);
-        return;
-      }
-    }
-#endif
-    if (o.dims == 3) {
-      run_median_voxels<T, 3, true>(streams, op, in, out, o.mode, cval);
-    } else {
-      run_median_voxels<T, 3, false>(streams, op, in, out, o.mode, cval);
-    }
+    run_median_voxels<T, 3, true>(streams, op, in, out, o.mode, cval);
+    return;
+  }
+  if (flat == 1) {
+    run_median_voxels<T, 3, false>(streams, op, in, out, o.mode, cval);
     return;
   }
 #if VOX_BACKEND_CUDA

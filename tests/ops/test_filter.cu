@@ -916,7 +916,7 @@ TYPED_TEST(FilterTyped, Median3PathsOfNarrowVoxelsMatchReference) {
 // y-columns, two outputs a thread in lanes, on the host the 5x5's network two outputs a call;
 // off: the per-voxel network or selection and the rank kernel), every type and border mode, odd
 // extents over several tiles (the last pair half outside), one to four columns and rows, one
-// slice, and the 5x5x1 window of a 3D filter.
+// slice, and the 3x3x1 and 5x5x1 windows of a 3D filter.
 TYPED_TEST(FilterTyped, Median2DPathsMatchReference) {
   using T = TypeParam;
   namespace filt = vox::detail::filt;
@@ -935,11 +935,12 @@ TYPED_TEST(FilterTyped, Median2DPathsMatchReference) {
       check_median<T>(odd_ext, size, opts(border::reflect, 2), three, 64);
       check_median<T>(extent3{200, 70, 9}, size, opts(border::constant, 2, 250.0), three, 65);
     }
+    // 3D windows of depth 1 take the same paths; another rank (11) takes the rank machinery.
     const extent3 e{69, 21, 4};
     const std::vector<T> h = random_voxels<T>(e, 68);
     check_rank<T>(e, h, {5, 5, 1}, 12, opts(border::reflect, 3), three);
-    check_rank<T>(e, h, {5, 5, 1}, 11, opts(border::wrap, 3),
-                  three);  // another rank: not this path
+    check_rank<T>(e, h, {3, 3, 1}, 4, opts(border::nearest, 3), three);
+    check_rank<T>(e, h, {5, 5, 1}, 11, opts(border::wrap, 3), three);
   }
 }
 

@@ -130,11 +130,11 @@ void gradient_magnitude(stream_set& streams, const volume<T>& in, volume<filter_
 /// The rank filter of rank n / 2 of the n voxels of the window (rank_filter below). In
 /// border::constant mode `cval` is first converted to the voxel type (truncated toward zero and
 /// saturated), which gives scipy's result because the rank commutes with that monotone
-/// conversion. 3x3x3, and 3x3 and 5x5 per slice (a 3D size of (5, 5, 1) too), on the CUDA
-/// backend are fused selection networks over sorted columns of the window (two output columns a
-/// thread, except 3x3x3 of 8-byte voxels; 8- and 16-bit voxels in the two 16-bit lanes of a
-/// word); other windows run the rank machinery of rank_filter. The host backend runs the 5x5
-/// network too. A window holding NaN voxels gives an unspecified result.
+/// conversion. 3x3x3, and 3x3 and 5x5 per slice (3D sizes (3, 3, 1) and (5, 5, 1) too), on
+/// the CUDA backend are fused selection networks over sorted columns of the window (two output
+/// columns a thread, except 3x3x3 of 8-byte voxels; 8- and 16-bit voxels in the two 16-bit lanes
+/// of a word); other windows run the rank machinery of rank_filter. The host backend runs the
+/// 5x5 network too. A window holding NaN voxels gives an unspecified result.
 template <class T>
 void median(stream_set& streams, const volume<T>& in, volume<T>& out, filter_size size,
             const filter_options& opts = {});

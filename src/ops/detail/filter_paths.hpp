@@ -140,7 +140,7 @@ inline std::atomic<bool> median3_int_values{true};
 /// default), or median3_int_values' choice (false). All give the same voxels.
 inline std::atomic<bool> median3_lanes{true};
 
-/// The 3x3 and 5x5 medians per slice (5x5: also 3D windows of depth 1). On the CUDA backend,
+/// The 3x3 and 5x5 medians per slice (also 3D windows of depth 1). On the CUDA backend,
 /// true (the default): tiles of sorted y-columns in shared memory, two outputs a thread in lanes,
 /// 12 min or max a pair for 3x3 and the 118 of median25_of_sorted_columns for 5x5
 /// (median2d_kernel); false: the per-voxel network for 3x3 (median_fn: nine loads a voxel) and the
