@@ -33,6 +33,7 @@
 #include "bench_ops.hpp"
 
 #include "../../src/ops/detail/distance.hpp"
+#include "../../src/ops/detail/label.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -253,6 +254,15 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
       const float ms = median_of(t, o.reps, [&](int) { (void)vox::label(set, mask, labels, conn); });
       const auto count = vox::label(set, mask, labels, conn).get();
       report(conn == 6 ? "label_6" : "label_26", ms, " labels=" + std::to_string(count));
+      // The local pass's earlier forms (detail/label.hpp; the default is 2, the unions by rows):
+      // RESULT segment label_6_form0 (as before 2026-12-06's seventeenth session), _form1.
+      for (const int form : {0, 1}) {
+        vox::detail::lbl::local_form(form);
+        const float fm =
+            median_of(t, o.reps, [&](int) { (void)vox::label(set, mask, labels, conn); });
+        report(("label_" + std::to_string(conn) + "_form" + std::to_string(form)).c_str(), fm, "");
+      }
+      vox::detail::lbl::local_form(2);
     }
     edt_cases();
     report("fill_holes",

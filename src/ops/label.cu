@@ -1,6 +1,7 @@
 #include <voxstream/ops/label.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -10,8 +11,9 @@
 #include <voxstream/core/error.hpp>
 #include <voxstream/volume/access.hpp>
 
-#include "detail/common.cuh"
 #include "../detail/voxel_types.hpp"
+#include "detail/common.cuh"
+#include "detail/label.hpp"
 
 #if VOX_BACKEND_CUDA
 #include <cub/device/device_scan.cuh>
@@ -20,6 +22,15 @@
 namespace vox {
 
 namespace detail::lbl {
+
+namespace {
+std::atomic<int> local_form_override{2};
+}  // namespace
+
+void local_form(int form) noexcept { local_form_override.store(form >= 0 && form <= 2 ? form : 2); }
+
+/// The local pass's form now (local_form).
+inline int local_form_now() { return local_form_override.load(std::memory_order_relaxed); }
 
 /// Parent indices and labels: int32, as scipy's labels (the op checks voxels < 2^31).
 using idx = std::int32_t;
@@ -157,10 +168,34 @@ __device__ __forceinline__ int find_shared(const int* par, int x) {
   }
   return x;
 }
+/// find_shared with path halving: each step makes the parent of the node it passes its
+/// grandparent. A plain store is safe among the unions: parents only decrease, so the
+/// grandparent is an ancestor, and a store that overwrites another thread's atomicMin on the same
+/// slot only drops a link that thread's union then retries from the old parent (as a failed
+/// atomicMin does). Without it the hooks by index build chains as long as a tile's runs, and
+/// every later find walks them.
+__device__ __forceinline__ int find_halving(int* par, int x) {
+  volatile int* v = par;
+  int y = v[x];
+  while (y != x) {
+    const int z = v[y];
+    if (z == y) return y;
+    v[x] = z;
+    x = z;
+    y = v[x];
+  }
+  return x;
+}
+template <bool Halve>
 __device__ __forceinline__ void unite_shared(int* par, int a, int b) {
   for (;;) {
-    a = find_shared(par, a);
-    b = find_shared(par, b);
+    if constexpr (Halve) {
+      a = find_halving(par, a);
+      b = find_halving(par, b);
+    } else {
+      a = find_shared(par, a);
+      b = find_shared(par, b);
+    }
     if (a == b) return;
     if (a > b) {
       const int t = a;
@@ -181,17 +216,60 @@ __device__ __forceinline__ wide tiles_z(idx z0, idx z1) {
   return (wide{z1} - z0 + tile_z - 1) / tile_z;
 }
 
+/// The tile's unions by rows (local_kernel's form 2): thread t of the block takes row r = t % 64
+/// of the tile and the backward neighbour row of group t / 64: (dy, dz) = (-1, 0), (-1, -1),
+/// (0, -1) or (+1, -1). For each dx of the connectivity, the pairs (member k of the row, member
+/// k + dx of the neighbour row) are a word, b & (nb shifted by dx); a pair whose left neighbour
+/// pair is there too joins the same two runs, so only the first of each stretch is united. A pair
+/// of dx != 0 whose voxel k also has neighbour k (dx = 0) is implied by that pair and the
+/// neighbour row's run. A few word operations a row instead of a dozen neighbour tests a voxel,
+/// and no lane waits on the background.
+template <int C>
+__device__ __forceinline__ void unite_rows(int* par, const unsigned* rows, int t) {
+  constexpr int nrows = tile_z * tile_y;
+  const int r = t % nrows, grp = t / nrows;
+  const int lz = r / tile_y, wy = r % tile_y;
+  const int dy = grp == 3 ? 1 : grp == 2 ? 0 : -1, dz = grp == 0 ? 0 : -1;
+  if (grp > 3 || lz + dz < 0 || wy + dy < 0 || wy + dy >= tile_y) return;
+  if (!is_neighbour(C, -1, dy, dz) && !is_neighbour(C, 0, dy, dz)) return;
+  const int nr = (lz + dz) * tile_y + wy + dy;
+  const unsigned b = rows[r], nb = rows[nr];
+  if ((b & (nb | (nb << 1) | (nb >> 1))) == 0u) return;
+  const bool straight = is_neighbour(C, 0, dy, dz);
+  auto unite_starts = [&](unsigned pairs, int dx) {
+    unsigned starts = pairs & ~(pairs << 1);
+    while (starts != 0u) {
+      const int k = __ffs(static_cast<int>(starts)) - 1;
+      starts &= starts - 1u;
+      unite_shared<true>(par, r * 32 + k, nr * 32 + k + dx);
+    }
+  };
+  if (straight) unite_starts(b & nb, 0);
+  if (is_neighbour(C, -1, dy, dz)) {
+    const unsigned pairs = b & (nb << 1) & (straight ? ~nb : ~0u);  // bit k: nb[k - 1]
+    unite_starts(pairs, -1);
+  }
+  if (is_neighbour(C, 1, dy, dz)) {
+    const unsigned pairs = b & (nb >> 1) & (straight ? ~nb : ~0u);  // bit k: nb[k + 1]
+    unite_starts(pairs, 1);
+  }
+}
+
 /// Local pass of slab [z0, z1), a block per tile (grid-strided along y and z): the tile's
 /// union-find in shared memory (run starts by ballot, then the unions of the tile's backward
 /// pairs), then p = the global index of each member's root in the tile (the smallest index of
 /// its piece), and none for the background if `background` (else its slots are left as they
 /// are: vox::label's finalize_kernel does not read them); fg_bits = the members, root_bits (if
-/// given) = the tile roots.
+/// given) = the tile roots. `form` (local_form): 0 the unions a voxel a thread with its
+/// neighbour tests, and every member's root by a walk up its tree, as before; 1 the same unions
+/// with path halving, then each run's root found once by its first voxel and every member's
+/// read as its parent's parent (a member's parent is a run start); 2 as 1 with the unions by
+/// rows (unite_rows).
 template <class T, bool Invert, int C>
 __global__ void __launch_bounds__(32 * tile_y)
     local_kernel(const T* __restrict__ mask, idx* __restrict__ p, unsigned* __restrict__ fg_bits,
-                 unsigned* __restrict__ root_bits, geom g, idx wpr, idx z0, idx z1,
-                 bool background) {
+                 unsigned* __restrict__ root_bits, geom g, idx wpr, idx z0, idx z1, bool background,
+                 int form) {
   __shared__ int par[tile_z * tile_y * 32];
   __shared__ unsigned rows[tile_z * tile_y];
   const int lane = static_cast<int>(threadIdx.x), wy = static_cast<int>(threadIdx.y);
@@ -220,34 +298,57 @@ __global__ void __launch_bounds__(32 * tile_y)
         }
       }
       __syncthreads();
+      if (form == 2) {
+        unite_rows<C>(par, rows, wy * 32 + lane);
+      } else {
 #pragma unroll 1
-      for (int lz = 0; lz < tile_z; ++lz) {
-        if (((mine >> lz) & 1u) == 0) continue;
-        const int l = (lz * tile_y + wy) * 32 + lane;
-        const auto fg = [&](int dx, int dy, int dz) {
-          const int a = lane + dx, b = wy + dy, c = lz + dz;  // c < tile_z: dz <= 0
-          return a >= 0 && a < 32 && b >= 0 && b < tile_y && c >= 0 &&
-                 ((rows[c * tile_y + b] >> a) & 1u) != 0;
-        };
+        for (int lz = 0; lz < tile_z; ++lz) {
+          if (((mine >> lz) & 1u) == 0) continue;
+          const int l = (lz * tile_y + wy) * 32 + lane;
+          const auto fg = [&](int dx, int dy, int dz) {
+            const int a = lane + dx, b = wy + dy, c = lz + dz;  // c < tile_z: dz <= 0
+            return a >= 0 && a < 32 && b >= 0 && b < tile_y && c >= 0 &&
+                   ((rows[c * tile_y + b] >> a) & 1u) != 0;
+          };
 #pragma unroll
-        for (int dz = -1; dz <= 0; ++dz)
+          for (int dz = -1; dz <= 0; ++dz)
 #pragma unroll
-          for (int dy = -1; dy <= 1; ++dy)
+            for (int dy = -1; dy <= 1; ++dy)
 #pragma unroll
-            for (int dx = -1; dx <= 1; ++dx) {
-              if (!backward(dx, dy, dz) || !is_neighbour(C, dx, dy, dz)) continue;
-              if (dx == -1 && dy == 0 && dz == 0) continue;  // the run starts stand for it
-              if (fg(dx, dy, dz) && needed(dx, dy, dz, fg))
-                unite_shared(par, l, l + (dz * tile_y + dy) * 32 + dx);
-            }
+              for (int dx = -1; dx <= 1; ++dx) {
+                if (!backward(dx, dy, dz) || !is_neighbour(C, dx, dy, dz)) continue;
+                if (dx == -1 && dy == 0 && dz == 0) continue;  // the run starts stand for it
+                if (fg(dx, dy, dz) && needed(dx, dy, dz, fg)) {
+                  const int o = l + (dz * tile_y + dy) * 32 + dx;
+                  if (form == 1) {
+                    unite_shared<true>(par, l, o);
+                  } else {
+                    unite_shared<false>(par, l, o);
+                  }
+                }
+              }
+        }
       }
       __syncthreads();
+      if (form != 0) {
+        // Each run's first voxel (whose slot every voxel of the run, or an ancestor of it,
+        // holds: unions write run starts only) points at its root.
+#pragma unroll
+        for (int lz = 0; lz < tile_z; ++lz) {
+          const unsigned b = rows[lz * tile_y + wy];
+          if (((b >> lane) & 1u) != 0 && (lane == 0 || ((b >> (lane - 1)) & 1u) == 0)) {
+            const int l = (lz * tile_y + wy) * 32 + lane;
+            par[l] = find_shared(par, l);
+          }
+        }
+        __syncthreads();
+      }
 #pragma unroll
       for (int lz = 0; lz < tile_z; ++lz) {
         const bool in = inxy && lz < depth;
         const bool f = ((mine >> lz) & 1u) != 0;
         const int l = (lz * tile_y + wy) * 32 + lane;
-        const int r = f ? find_shared(par, l) : l;
+        const int r = !f ? l : form != 0 ? par[par[l]] : find_shared(par, l);
         const unsigned rb = __ballot_sync(0xffffffffu, f && r == l);
         if (in) {
           const idx row = static_cast<idx>((zt + lz) * g.ny + y);
@@ -546,8 +647,8 @@ template <class T, bool Invert, int C>
 void local_c(stream_view s, const T* mask, idx* p, unsigned* fg_bits, unsigned* root_bits,
              const geom& g, idx wpr, idx z0, idx z1, const char* op) {
   const dim3 grid = tile_grid(g, z0, z1), block(32, tile_y, 1);
-  local_kernel<T, Invert, C>
-      <<<grid, block, 0, s.value()>>>(mask, p, fg_bits, root_bits, g, wpr, z0, z1, Invert);
+  local_kernel<T, Invert, C><<<grid, block, 0, s.value()>>>(mask, p, fg_bits, root_bits, g, wpr, z0,
+                                                            z1, Invert, local_form_now());
   detail::check_launch(op);
   border_kernel<C><<<grid, block, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1);
   detail::check_launch(op);

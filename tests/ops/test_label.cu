@@ -23,6 +23,7 @@
 #include <voxstream/ops/label.hpp>
 #include <voxstream/volume.hpp>
 
+#include "../../src/ops/detail/label.hpp"
 #include "../common/compare.hpp"
 #include "../common/fixtures.hpp"
 #include "../common/stream_sets.hpp"
@@ -597,6 +598,28 @@ TEST(LabelTiles, DiagonalStaircases) {
   (void)reference_label(m, e, 26, n26);
   ASSERT_GT(n6, n26);
   expect_labels({m}, e);
+}
+
+// Every form of the CUDA local pass (detail/label.hpp: the unions a voxel a thread with and
+// without path halving, and by rows, the default) against the reference, on dense and sparse
+// noise, blobs, the spiral and the staircases, every connectivity, and binary_fill_holes (whose
+// local pass unites the background). The host backend has one form: there this runs it thrice.
+TEST(LabelTiles, EveryLocalFormAgrees) {
+  const extent3 e{67, 23, 21};
+  const std::vector<pattern> masks = {noise(e, 0.3, 71), noise(e, 0.8, 72), blobs(e, 60, 73),
+                                      spiral(e), staircases(e)};
+  for (int form : {0, 1, 2}) {
+    SCOPED_TRACE("form " + std::to_string(form));
+    vox::detail::lbl::local_form(form);
+    expect_labels(masks, e);
+    vox::stream_set set = vox_test::make_set({3, vox::slice_mapping::contiguous, true});
+    for (int conn : {6, 26})
+      EXPECT_EQ(first_diff(run_fill<std::uint8_t>(set, masks[1], e, conn, 7),
+                           reference_fill(masks[1], e, conn)),
+                -1)
+          << "connectivity " << conn;
+  }
+  vox::detail::lbl::local_form(2);
 }
 
 // Fill holes over tile borders: hollow boxes larger than a tile, with and without a pinhole.

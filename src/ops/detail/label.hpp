@@ -1,0 +1,15 @@
+// Test hook of vox::label and vox::binary_fill_holes (src/ops/label.cu). Not installed.
+#pragma once
+
+namespace vox::detail::lbl {
+
+/// The CUDA local pass (each tile's union-find in shared memory) from now on: 2 (the default) the
+/// unions by rows, a few word operations per row of 32 voxels and its backward neighbour rows,
+/// with path halving, then each run's root found once; 1 the unions a voxel a thread with path
+/// halving, then each run's root found once; 0 the unions a voxel a thread and every member's
+/// root by a walk up its tree (the form before 2026-12-06's seventeenth session). Other values
+/// are taken as 2. All give the same labels; the host backend has one form. For tests and
+/// benchmarks.
+void local_form(int form) noexcept;
+
+}  // namespace vox::detail::lbl
