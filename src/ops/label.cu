@@ -138,13 +138,33 @@ __device__ __forceinline__ idx find_live(const idx* p, idx x) {
   return x;
 }
 
+/// find_live with path halving (the argument of find_halving below; every parent is a tile
+/// root, so the later passes still find each member's tile root, or an ancestor, in its slot).
+__device__ __forceinline__ idx find_live_halving(idx* p, idx x) {
+  idx y = __ldcg(p + x);
+  while (y != x) {
+    const idx z = __ldcg(p + y);
+    if (z == y) return y;
+    __stcg(p + x, z);
+    x = z;
+    y = __ldcg(p + x);
+  }
+  return x;
+}
+
 /// Lock-free union (Playne and Hawick): the larger root is hooked under the smaller by
 /// atomicMin; when another thread moved it first, retry from what it found. Parents only
-/// decrease, so every root is the smallest index of its tree.
+/// decrease, so every root is the smallest index of its tree. Halve: finds with path halving.
+template <bool Halve = false>
 __device__ __forceinline__ void unite(idx* p, idx a, idx b) {
   for (;;) {
-    a = find_live(p, a);
-    b = find_live(p, b);
+    if constexpr (Halve) {
+      a = find_live_halving(p, a);
+      b = find_live_halving(p, b);
+    } else {
+      a = find_live(p, a);
+      b = find_live(p, b);
+    }
     if (a == b) return;
     if (a < b) {
       const idx old = atomicMin(p + b, a);
@@ -371,7 +391,8 @@ __global__ void __launch_bounds__(32 * tile_y)
 /// slab (global unions of the tile roots), from the member bits of local_kernel.
 template <int C>
 __global__ void __launch_bounds__(32 * tile_y)
-    border_kernel(idx* p, const unsigned* __restrict__ fg_bits, geom g, idx wpr, idx z0, idx z1) {
+    border_kernel(idx* p, const unsigned* __restrict__ fg_bits, geom g, idx wpr, idx z0, idx z1,
+                  bool halve) {
   const int lane = static_cast<int>(threadIdx.x), wy = static_cast<int>(threadIdx.y);
   const wide x = wide{blockIdx.x} * 32 + lane;
   constexpr bool diag = C == 18 || C == 26;  // (+-1, +1, -1) or (0, +1, -1) pairs
@@ -405,8 +426,14 @@ __global__ void __launch_bounds__(32 * tile_y)
               if (!backward(dx, dy, dz) || !is_neighbour(C, dx, dy, dz)) continue;
               const bool across = lane + dx < 0 || lane + dx >= 32 || wy + dy < 0 ||
                                   wy + dy >= tile_y || lz + dz < 0;
-              if (across && fg(dx, dy, dz) && needed(dx, dy, dz, fg))
-                unite(p, i, i + (dz * g.ny + dy) * g.nx + dx);
+              if (across && fg(dx, dy, dz) && needed(dx, dy, dz, fg)) {
+                const idx j = i + (dz * g.ny + dy) * g.nx + dx;
+                if (halve) {
+                  unite<true>(p, i, j);
+                } else {
+                  unite(p, i, j);
+                }
+              }
             }
       }
     }
@@ -422,7 +449,7 @@ struct zlist {
 
 template <class T, bool Invert, int C>
 __global__ void __launch_bounds__(32 * tile_y)
-    boundary_kernel(const T* __restrict__ mask, idx* p, geom g, zlist zs) {
+    boundary_kernel(const T* __restrict__ mask, idx* p, geom g, zlist zs, bool halve) {
   const idx lane = static_cast<idx>(threadIdx.x);
   const bool in = wide{blockIdx.x} * 32 + lane < g.nx;
   const idx x = in ? static_cast<idx>(blockIdx.x) * 32 + lane : 0;
@@ -453,7 +480,13 @@ __global__ void __launch_bounds__(32 * tile_y)
               skip = left && ((nbits >> (lane - 1)) & 1u) != 0;
             else
               skip = left && xn > 0 && member<Invert>(mask, std::size_t(j) - 1);
-            if (!skip) unite(p, i, j);
+            if (!skip) {
+              if (halve) {
+                unite<true>(p, i, j);
+              } else {
+                unite(p, i, j);
+              }
+            }
           }
         }
     }
@@ -647,10 +680,11 @@ template <class T, bool Invert, int C>
 void local_c(stream_view s, const T* mask, idx* p, unsigned* fg_bits, unsigned* root_bits,
              const geom& g, idx wpr, idx z0, idx z1, const char* op) {
   const dim3 grid = tile_grid(g, z0, z1), block(32, tile_y, 1);
-  local_kernel<T, Invert, C><<<grid, block, 0, s.value()>>>(mask, p, fg_bits, root_bits, g, wpr, z0,
-                                                            z1, Invert, local_form_now());
+  const int form = local_form_now();
+  local_kernel<T, Invert, C>
+      <<<grid, block, 0, s.value()>>>(mask, p, fg_bits, root_bits, g, wpr, z0, z1, Invert, form);
   detail::check_launch(op);
-  border_kernel<C><<<grid, block, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1);
+  border_kernel<C><<<grid, block, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1, form != 0);
   detail::check_launch(op);
 }
 
@@ -661,8 +695,8 @@ void boundaries_c(stream_view s, const T* mask, idx* p, const geom& g,
     zlist l{};
     l.count = static_cast<int>(std::min<std::size_t>(zlist::cap, zs.size() - k));
     for (int j = 0; j < l.count; ++j) l.z[j] = zs[k + static_cast<std::size_t>(j)];
-    boundary_kernel<T, Invert, C>
-        <<<row_grid(g, l.count), dim3(32, tile_y, 1), 0, s.value()>>>(mask, p, g, l);
+    boundary_kernel<T, Invert, C><<<row_grid(g, l.count), dim3(32, tile_y, 1), 0, s.value()>>>(
+        mask, p, g, l, local_form_now() != 0);
     detail::check_launch(op);
   }
 }

@@ -7,7 +7,8 @@ namespace vox::detail::lbl {
 /// unions by rows, a few word operations per row of 32 voxels and its backward neighbour rows,
 /// with path halving, then each run's root found once; 1 the unions a voxel a thread with path
 /// halving, then each run's root found once; 0 the unions a voxel a thread and every member's
-/// root by a walk up its tree (the form before 2026-12-06's seventeenth session). Other values
+/// root by a walk up its tree (the form before 2026-12-06's seventeenth session). Forms 1 and 2
+/// also halve the paths of the global finds (the unions across tiles and slabs). Other values
 /// are taken as 2. All give the same labels; the host backend has one form. For tests and
 /// benchmarks.
 void local_form(int form) noexcept;
