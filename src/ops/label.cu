@@ -439,6 +439,67 @@ __global__ void __launch_bounds__(32 * tile_y)
     }
 }
 
+/// border_kernel by rows (local_form 2): a thread per word of the member bits of slab [z0, z1)
+/// (a row's 32 voxels of one tile), the pairs with its backward neighbour rows that cross a tile
+/// border found as words, as unite_rows does in a tile: the same word of a neighbour row in
+/// another tile (the row is the tile's first slice or first or last row), and always the pairs
+/// across the word's ends (x = 0 with bit 31 of the word to the left, x = 31 with bit 0 of the
+/// word to the right, in the row itself and in each neighbour row). A pair whose left neighbour
+/// pair is there too, or whose voxel's straight neighbour (dx = 0) is a member, is implied.
+template <int C>
+__global__ void __launch_bounds__(tile_threads)
+    border_rows_kernel(idx* p, const unsigned* __restrict__ fg_bits, geom g, idx wpr, idx z0,
+                       idx z1) {
+  const wide words = (wide{z1} - z0) * g.ny * wpr;
+  for (wide q = wide{blockIdx.x} * tile_threads + threadIdx.x; q < words;
+       q += wide{gridDim.x} * tile_threads) {
+    const auto lr = static_cast<idx>(q / wpr), w = static_cast<idx>(q % wpr);
+    const idx row = z0 * g.ny + lr;  // (z, y) of the whole volume
+    const unsigned b = __ldg(fg_bits + wide{row} * wpr + w);
+    if (b == 0u) continue;
+    const idx z = row / g.ny, y = row - z * g.ny;
+    const int lz = static_cast<int>((z - z0) % tile_z), wy = static_cast<int>(y % tile_y);
+    const idx base = row * g.nx + w * 32;
+    auto word_at = [&](idx r, idx ww) {
+      return ww >= 0 && ww < wpr ? __ldg(fg_bits + wide{r} * wpr + ww) : 0u;
+    };
+    auto unite_starts = [&](unsigned pairs, idx nbase, int dx) {
+      unsigned starts = pairs & ~(pairs << 1);
+      while (starts != 0u) {
+        const int k = __ffs(static_cast<int>(starts)) - 1;
+        starts &= starts - 1u;
+        unite<true>(p, base + k, nbase + k + dx);
+      }
+    };
+    // The run across the word's left end.
+    if ((b & 1u) != 0u && w > 0 && (word_at(row, w - 1) >> 31) != 0u)
+      unite<true>(p, base, base - 1);
+#pragma unroll
+    for (int grp = 0; grp < 4; ++grp) {
+      const int dy = grp == 3 ? 1 : grp == 2 ? 0 : -1, dz = grp == 0 ? 0 : -1;
+      if (!is_neighbour(C, -1, dy, dz) && !is_neighbour(C, 0, dy, dz)) continue;
+      if (y + dy < 0 || y + dy >= g.ny || z + dz < z0) continue;
+      const idx nrow = row + dz * g.ny + dy, nbase = nrow * g.nx + w * 32;
+      const unsigned nb = word_at(nrow, w);
+      const bool straight = is_neighbour(C, 0, dy, dz);
+      const unsigned implied = straight ? nb : 0u;
+      const bool other_tile =
+          (dz < 0 && lz == 0) || (dy < 0 && wy == 0) || (dy > 0 && wy == tile_y - 1);
+      if (other_tile) {
+        if (straight) unite_starts(b & nb, nbase, 0);
+        if (is_neighbour(C, -1, dy, dz)) unite_starts(b & (nb << 1) & ~implied, nbase, -1);
+        if (is_neighbour(C, 1, dy, dz)) unite_starts(b & (nb >> 1) & ~implied, nbase, 1);
+      }
+      if (is_neighbour(C, -1, dy, dz) && (b & 1u) != 0u && (implied & 1u) == 0u &&
+          (word_at(nrow, w - 1) >> 31) != 0u)
+        unite<true>(p, base, nbase - 1);
+      if (is_neighbour(C, 1, dy, dz) && (b >> 31) != 0u && (implied >> 31) == 0u &&
+          (word_at(nrow, w + 1) & 1u) != 0u)
+        unite<true>(p, base + 31, nbase + 32);
+    }
+  }
+}
+
 /// Unions of the slices listed in `zs` (slab starts) with the slice below, after every slab's
 /// local pass (a warp per row of 32 voxels).
 struct zlist {
@@ -684,7 +745,15 @@ void local_c(stream_view s, const T* mask, idx* p, unsigned* fg_bits, unsigned* 
   local_kernel<T, Invert, C>
       <<<grid, block, 0, s.value()>>>(mask, p, fg_bits, root_bits, g, wpr, z0, z1, Invert, form);
   detail::check_launch(op);
-  border_kernel<C><<<grid, block, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1, form != 0);
+  if (form == 2) {
+    const wide words = (wide{z1} - z0) * g.ny * wpr;
+    const std::size_t wave = iops::sm_count(op) * (2048 / tile_threads);
+    const auto blocks = static_cast<unsigned>(std::clamp<std::size_t>(
+        (static_cast<std::size_t>(words) + tile_threads - 1) / tile_threads, 1, 4 * wave));
+    border_rows_kernel<C><<<blocks, tile_threads, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1);
+  } else {
+    border_kernel<C><<<grid, block, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1, form != 0);
+  }
   detail::check_launch(op);
 }
 

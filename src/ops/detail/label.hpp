@@ -3,9 +3,10 @@
 
 namespace vox::detail::lbl {
 
-/// The CUDA local pass (each tile's union-find in shared memory) from now on: 2 (the default) the
-/// unions by rows, a few word operations per row of 32 voxels and its backward neighbour rows,
-/// with path halving, then each run's root found once; 1 the unions a voxel a thread with path
+/// The CUDA local pass (each tile's union-find in shared memory, then the unions across its
+/// tiles) from now on: 2 (the default) the unions by rows, a few word operations per row of 32
+/// voxels and its backward neighbour rows, with path halving, then each run's root found once,
+/// and the unions across tiles by rows too (a thread per word of the member bits); 1 the unions a voxel a thread with path
 /// halving, then each run's root found once; 0 the unions a voxel a thread and every member's
 /// root by a walk up its tree (the form before 2026-12-06's seventeenth session). Forms 1 and 2
 /// also halve the paths of the global finds (the unions across tiles and slabs). Other values
