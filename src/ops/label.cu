@@ -675,21 +675,29 @@ __global__ void __launch_bounds__(tile_threads) compress_kernel(idx* p, idx n) {
   }
 }
 
-/// flag[root] = 1 for every background voxel on the border (in-plane: x and y faces only).
-__global__ void __launch_bounds__(32 * tile_y)
+/// flag[root] = 1 for every background voxel on the border (in-plane: x and y faces only), a warp
+/// per row of the volume: a row on a y face (or a z face in 3D) has all its voxels on the
+/// border, any other row only its two ends. (A thread per voxel of the volume, most of which
+/// had nothing to do, took 1.07 ms of 512^3 on an H200.)
+__global__ void __launch_bounds__(tile_threads)
     edge_kernel(const idx* __restrict__ p, geom g, bool planar, unsigned char* flag) {
-  if (wide{blockIdx.x} * 32 + threadIdx.x >= g.nx) return;
-  const auto x = static_cast<idx>(blockIdx.x * 32 + threadIdx.x);
-  for (wide zw = blockIdx.z; zw < g.nz; zw += gridDim.z)
-    for (wide yw = wide{blockIdx.y} * tile_y + threadIdx.y; yw < g.ny;
-         yw += wide{gridDim.y} * tile_y) {
-      const auto z = static_cast<idx>(zw), y = static_cast<idx>(yw);
-      const bool edge = x == 0 || x == g.nx - 1 || y == 0 || y == g.ny - 1 ||
-                        (!planar && (z == 0 || z == g.nz - 1));
-      if (!edge) continue;
-      const idx v = p[(z * g.ny + y) * g.nx + x];
+  const unsigned lane = threadIdx.x % 32;
+  const wide rows = wide{g.ny} * g.nz;
+  for (wide row = (wide{blockIdx.x} * tile_threads + threadIdx.x) / 32; row < rows;
+       row += wide{gridDim.x} * warps_per_block) {
+    const auto z = static_cast<idx>(row / g.ny), y = static_cast<idx>(row % g.ny);
+    const idx* r = p + static_cast<std::size_t>(row) * static_cast<std::size_t>(g.nx);
+    const bool face = y == 0 || y == g.ny - 1 || (!planar && (z == 0 || z == g.nz - 1));
+    if (face) {
+      for (idx x = static_cast<idx>(lane); x < g.nx; x += 32) {
+        const idx v = r[x];
+        if (v >= 0) flag[v] = 1;
+      }
+    } else if (lane < 2) {
+      const idx v = r[lane == 0 ? 0 : g.nx - 1];
       if (v >= 0) flag[v] = 1;
     }
+  }
 }
 
 /// out = 1 for members of the mask and for background whose root is not flagged.
@@ -1134,7 +1142,8 @@ void binary_fill_holes(stream_set& streams, const volume<T>& mask, volume<T>& ou
         const unsigned blocks = lbl::flat_blocks(n, op);
         lbl::compress_kernel<<<blocks, lbl::tile_threads, 0, s.value()>>>(p, n);
         detail::check_launch(op);
-        lbl::edge_kernel<<<lbl::row_grid(g, g.nz), dim3(32, lbl::tile_y, 1), 0, s.value()>>>(
+        const lbl::chunking rows_k{1, g.ny * g.nz, 1, g.ny * g.nz};  // a warp per row
+        lbl::edge_kernel<<<lbl::chunk_blocks(rows_k, op), lbl::tile_threads, 0, s.value()>>>(
             p, g, planar, flag);
         detail::check_launch(op);
         lbl::fill_kernel<T><<<blocks, lbl::tile_threads, 0, s.value()>>>(m, p, flag, dst, n);
