@@ -554,12 +554,28 @@ __global__ void __launch_bounds__(32 * tile_y)
   }
 }
 
-/// Calls f(row, word) for the words of chunk ch (uniform per warp).
+/// Calls f(row, word, bits) for the words of chunk ch whose root bits are not all zero, in
+/// memory order (uniform per warp; bits the same in every lane). The chunk's words are
+/// contiguous: the warp loads 32 at once, a word a lane, and visits only the nonzero ones (one
+/// load a word in turn, most of them zero, made the three passes a chain of dependent loads).
 template <class F>
-__device__ __forceinline__ void each_word(const chunking& k, wide ch, F f) {
-  const wide r0 = ch * k.rpc, r1 = std::min<wide>(r0 + k.rpc, k.rows);
-  for (wide row = r0; row < r1; ++row)
-    for (idx w = 0; w < k.wpr; ++w) f(static_cast<idx>(row), w);
+__device__ __forceinline__ void each_root_word(const unsigned* __restrict__ root_bits,
+                                               const chunking& k, wide ch, F f) {
+  const unsigned lane = threadIdx.x % 32;
+  const wide q0 = ch * k.rpc * k.wpr;
+  const wide q1 = std::min<wide>(q0 + wide{k.rpc} * k.wpr, wide{k.rows} * k.wpr);
+  for (wide base = q0; base < q1; base += 32) {
+    const wide q = base + lane;
+    const unsigned mine = q < q1 ? __ldg(root_bits + q) : 0u;
+    unsigned any = __ballot_sync(0xffffffffu, mine != 0u);
+    while (any != 0u) {
+      const int src = __ffs(static_cast<int>(any)) - 1;
+      any &= any - 1u;
+      const unsigned bits = __shfl_sync(0xffffffffu, mine, src);
+      const wide at = base + src;
+      f(static_cast<idx>(at / k.wpr), static_cast<idx>(at % k.wpr), bits);
+    }
+  }
 }
 
 /// counts[chunk] = the roots (tile roots that are still roots) of each chunk; counts[chunks] = 0
@@ -571,9 +587,7 @@ __global__ void __launch_bounds__(tile_threads)
   for (wide ch = (wide{blockIdx.x} * tile_threads + threadIdx.x) / 32; ch < k.chunks;
        ch += wide{gridDim.x} * warps_per_block) {
     idx total = 0;
-    each_word(k, ch, [&](idx row, idx w) {
-      const unsigned bits = root_bits[row * k.wpr + w];
-      if (bits == 0) return;
+    each_root_word(root_bits, k, ch, [&](idx row, idx w, unsigned bits) {
       const idx i = row * g.nx + w * 32 + static_cast<idx>(lane);
       const bool root = ((bits >> lane) & 1u) != 0 && p[i] == i;
       total += __popc(__ballot_sync(0xffffffffu, root));
@@ -591,9 +605,7 @@ __global__ void __launch_bounds__(tile_threads)
   for (wide ch = (wide{blockIdx.x} * tile_threads + threadIdx.x) / 32; ch < k.chunks;
        ch += wide{gridDim.x} * warps_per_block) {
     idx running = offsets[ch];
-    each_word(k, ch, [&](idx row, idx w) {
-      const unsigned bits = root_bits[row * k.wpr + w];
-      if (bits == 0) return;
+    each_root_word(root_bits, k, ch, [&](idx row, idx w, unsigned bits) {
       const idx i = row * g.nx + w * 32 + static_cast<idx>(lane);
       const bool root = ((bits >> lane) & 1u) != 0 && p[i] == i;
       const unsigned b = __ballot_sync(0xffffffffu, root);
@@ -610,8 +622,7 @@ __global__ void __launch_bounds__(tile_threads)
   const unsigned lane = threadIdx.x % 32;
   for (wide ch = (wide{blockIdx.x} * tile_threads + threadIdx.x) / 32; ch < k.chunks;
        ch += wide{gridDim.x} * warps_per_block) {
-    each_word(k, ch, [&](idx row, idx w) {
-      const unsigned bits = root_bits[row * k.wpr + w];
+    each_root_word(root_bits, k, ch, [&](idx row, idx w, unsigned bits) {
       if (((bits >> lane) & 1u) == 0) return;
       const idx i = row * g.nx + w * 32 + static_cast<idx>(lane);
       idx q = p[i];
