@@ -109,6 +109,26 @@ struct median3_lanes_fn {
   }
 };
 
+/// The medians of a pair's two windows (pair_lanes without 16-bit lanes: a pair of values) by
+/// median25_pair_of_sorted_columns: their six sorted columns are the pair's c[0], c[2] and c[4]
+/// taken apart, and the rows of the four they share are sorted once (189 min or max against the
+/// 2 x 118 of median25_of_sorted_columns on the pair).
+template <class T>
+VOX_HD inline lanes_duo<T> median25_pair(const lanes_duo<T> (&c)[5][5]) {
+  T s[6][5];
+  for (int k = 0; k < 5; ++k) {
+    s[0][k] = c[0][k].a;
+    s[1][k] = c[0][k].b;
+    s[2][k] = c[2][k].a;
+    s[3][k] = c[2][k].b;
+    s[4][k] = c[4][k].a;
+    s[5][k] = c[4][k].b;
+  }
+  lanes_duo<T> r;
+  median25_pair_of_sorted_columns(s, r.a, r.b);
+  return r;
+}
+
 /// The 5x5 median per slice, two neighbouring outputs a call (x = 2 ux and x + 1) in pair_lanes:
 /// the window columns' voxels x - 2 .. x + 3 make three words of two columns each, sorted along y
 /// (sort5), whose middles are the other two columns; median25_of_sorted_columns then runs once for
@@ -122,6 +142,7 @@ struct median25_fn {
   idx_t nx, ny;
   border mode;
   T cval;
+  bool pair_net;  ///< voxels without 16-bit lanes: median25_pair (median2d_pair_net)
 
   VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
     using L = pair_lanes<T>;
@@ -145,7 +166,13 @@ struct median25_fn {
       cols[3][k] = lanes_mid(w[1][k], w[2][k]);
       cols[4][k] = w[2][k];
     }
-    store_pair<T>(out + (z * ny + y) * nx + x, median25_of_sorted_columns(cols), x + 1 < nx);
+    L r;
+    if constexpr (!has_lanes16<T>) {
+      r = pair_net ? median25_pair(cols) : median25_of_sorted_columns(cols);
+    } else {
+      r = median25_of_sorted_columns(cols);
+    }
+    store_pair<T>(out + (z * ny + y) * nx + x, r, x + 1 < nx);
   }
 };
 
@@ -552,7 +579,7 @@ __global__ void __launch_bounds__(mw_threads, 2)
 template <class T, int R>
 __global__ void __launch_bounds__(mw_threads)
     median2d_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
-                    T cval) {
+                    T cval, bool pair_net) {
   static_assert(R == 1 || R == 2, "the 3x3 and 5x5 windows");
   using L = pair_lanes<T>;
   constexpr int K = 2 * R + 1;
@@ -638,7 +665,15 @@ __global__ void __launch_bounds__(mw_threads)
           c[1][k] = lanes_mid(c[0][k], c[2][k]);
           c[3][k] = lanes_mid(c[2][k], c[4][k]);
         }
-        r = median25_of_sorted_columns(c);
+        if constexpr (!has_lanes16<T>) {
+          if (pair_net) {
+            r = median25_pair(c);
+          } else {
+            r = median25_of_sorted_columns(c);
+          }
+        } else {
+          r = median25_of_sorted_columns(c);
+        }
       }
       T* o = out + z * slice + gy * g.nx + gx;
       const T v0 = pair_voxel<T>(r, 0), v1 = pair_voxel<T>(r, 1);
@@ -661,13 +696,14 @@ void run_median2d(stream_set& streams, const char* op, const volume<T>& in, volu
   const T* src = in.data();
   T* dst = out.data();
   const std::vector<exec::access> acc{read_z(in, 0, mode), vox::write(out)};
+  const bool pair_net = median2d_pair_net.load(std::memory_order_relaxed);
   exec::run_op(streams, op, streams.plan(exec::work_of(acc, op, R == 1 ? 2.0 : 4.0)), acc,
                [&](stream_view s, const slab& w) {
                  const march_geom g = make_march(e, w, mw_ox, mw_ty, 4);
                  const dim3u gr = march_grid(g);
                  median2d_kernel<T, R>
-                     <<<dim3(gr.x, gr.y, gr.z), dim3(mw_tx, mw_ty, 1), 0, s.value()>>>(src, dst, g,
-                                                                                       mode, cval);
+                     <<<dim3(gr.x, gr.y, gr.z), dim3(mw_tx, mw_ty, 1), 0, s.value()>>>(
+                         src, dst, g, mode, cval, pair_net);
                  detail::check_launch(op);
                });
 }
@@ -764,8 +800,9 @@ template <class T>
 void run_median25(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
                   border mode, T cval) {
   const extent3 e = in.extent();
-  const median25_fn<T> f{in.data(), out.data(), static_cast<idx_t>(e.x), static_cast<idx_t>(e.y),
-                         mode,      cval};
+  const median25_fn<T> f{in.data(), out.data(), static_cast<idx_t>(e.x),
+                         static_cast<idx_t>(e.y), mode, cval,
+                         median2d_pair_net.load(std::memory_order_relaxed)};
   const extent3 pairs{(e.x + 1) / 2, e.y, e.z};
   exec::run_op(streams, op, {read_z(in, 0, mode), vox::write(out)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, pairs, w, op); });

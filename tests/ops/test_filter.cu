@@ -920,11 +920,16 @@ TYPED_TEST(FilterTyped, Median3PathsOfNarrowVoxelsMatchReference) {
 TYPED_TEST(FilterTyped, Median2DPathsMatchReference) {
   using T = TypeParam;
   namespace filt = vox::detail::filt;
-  for (bool net : {true, false}) {
-    SCOPED_TRACE(net ? "median2d_net" : "median2d_net off");
+  // Voxels without 16-bit lanes run the 5x5 pair either way (median2d_pair_net).
+  const std::vector<int> nets = sizeof(T) >= 4 ? std::vector<int>{2, 1, 0} : std::vector<int>{1, 0};
+  for (int form : nets) {
+    const bool net = form != 0;
+    SCOPED_TRACE(form == 2 ? "median2d_net, pair apart" : net ? "median2d_net" : "median2d_net off");
     const filt::scoped_path p(filt::median2d_net, net);
+    const filt::scoped_path pp(filt::median2d_pair_net, form != 2);
     for (std::size_t size : {3, 5}) {
       if (!net && !VOX_BACKEND_CUDA && size == 3) continue;  // one host path
+      if (form == 2 && size == 3) continue;  // the pair is the 5x5's
       for (border m : all_modes) {
         check_median<T>(extent3{131, 19, 3}, size, opts(m, 2, -3.0), three, 61);
         check_median<T>(extent3{1, 5, 2}, size, opts(m, 2, 7.0), three, 62);
@@ -979,6 +984,41 @@ TEST(MedianNetworks, Median25OfSortedColumnsOnEveryZeroOneWindow) {
     for (int b = 0; b < 64; ++b) {
       const int ones = high + __builtin_popcountll(static_cast<std::uint64_t>(b) & 0x3full);
       wrong += ((got >> b) & 1u) != static_cast<std::uint64_t>(ones >= 13);
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+// The pair network of the 5x5 median (median25_pair_of_sorted_columns, generated) on every 0-1
+// window of each of its two windows, 64 at a time: window a takes sorted columns 0-4, b 1-5; each
+// window's median depends only on its own columns, so the other's extra column is held at 0.
+TEST(MedianNetworks, Median25PairOfSortedColumnsOnEveryZeroOneWindow) {
+  namespace filt = vox::detail::filt;
+  constexpr std::uint64_t pattern[6] = {0xaaaaaaaaaaaaaaaaull, 0xccccccccccccccccull,
+                                        0xf0f0f0f0f0f0f0f0ull, 0xff00ff00ff00ff00ull,
+                                        0xffff0000ffff0000ull, 0xffffffff00000000ull};
+  std::uint64_t wrong = 0;
+  for (int first = 0; first < 2; ++first) {
+    for (std::uint32_t block = 0; block < (1u << 19); ++block) {
+      bits64 v[25];
+      for (int i = 0; i < 25; ++i)
+        v[i] = {i < 6 ? pattern[i] : ((block >> (i - 6)) & 1u ? ~0ull : 0ull)};
+      bits64 c[6][5];
+      for (int i = 0; i < 5; ++i) c[first == 0 ? 5 : 0][i] = {0};
+      for (int j = 0; j < 5; ++j) {
+        bits64 col[5];
+        for (int i = 0; i < 5; ++i) col[i] = v[i * 5 + j];
+        filt::sort5(col);
+        for (int i = 0; i < 5; ++i) c[first + j][i] = col[i];
+      }
+      bits64 a{}, b{};
+      filt::median25_pair_of_sorted_columns(c, a, b);
+      const std::uint64_t got = first == 0 ? a.v : b.v;
+      const int high = __builtin_popcount(block);
+      for (int bit = 0; bit < 64; ++bit) {
+        const int ones = high + __builtin_popcountll(static_cast<std::uint64_t>(bit) & 0x3full);
+        wrong += ((got >> bit) & 1u) != static_cast<std::uint64_t>(ones >= 13);
+      }
     }
   }
   EXPECT_EQ(wrong, 0u);

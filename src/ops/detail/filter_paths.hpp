@@ -148,6 +148,13 @@ inline std::atomic<bool> median3_lanes{true};
 /// outputs a call (median25_fn) or the per-voxel selection. All give the same voxels.
 inline std::atomic<bool> median2d_net{true};
 
+/// The 5x5 median per slice of voxels without 16-bit lanes (32- and 64-bit), under median2d_net:
+/// a thread's two neighbouring windows by median25_pair_of_sorted_columns, the rows of their four
+/// common columns sorted once (true, the default: 189 min or max for the two), or each by
+/// median25_of_sorted_columns on the pair of values (false: 2 x 118). Both backends; the same
+/// voxels.
+inline std::atomic<bool> median2d_pair_net{true};
+
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
 class scoped_path {
