@@ -255,7 +255,7 @@ int run_segment(vox::stream_set& set, const segment_options& o) {
       const auto count = vox::label(set, mask, labels, conn).get();
       report(conn == 6 ? "label_6" : "label_26", ms, " labels=" + std::to_string(count));
       // The local pass's earlier forms (detail/label.hpp; the default is 2, the unions by rows):
-      // RESULT segment label_6_form0 (as before 2026-12-06's seventeenth session), _form1.
+      // RESULT segment label_6_form0 (as before the sixteenth session), _form1.
       for (const int form : {0, 1}) {
         vox::detail::lbl::local_form(form);
         const float fm =
