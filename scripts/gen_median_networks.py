@@ -146,54 +146,47 @@ def check_sort(k):
         assert got == sorted(bits), (k, bits, got)
 
 
-def check_median(k):
-    """Every 0-1 window of k x k: columns sorted by sort_program, then the median's program."""
+def zero_one_windows(k):
+    """Every 0-1 window of k x k, 2^20 at a time: yields (sorted columns, majority), the first
+    a dict of "c[j][i]" (the i-th smallest of column j, sorted by sort_program) to numpy bool
+    arrays, the second whether most of the window is 1 (the median of 0-1 values)."""
     sops, souts = sort_program(k)
-    mops, mout = median_of_sorted_columns(k)
     n = k * k
     low = 20 if n > 20 else n
     idx = np.arange(1 << low, dtype=np.uint64)
     for high in range(1 << (n - low)):
         x = [((idx >> np.uint64(b)) & np.uint64(1)).astype(bool) for b in range(low)]
         x += [np.full(idx.shape, bool((high >> b) & 1)) for b in range(n - low)]
-        env = {}
+        cols = {}
         for j in range(k):  # column j: window voxels j, j + k, ...
             col = run(sops, {f"v[{i}]": x[i * k + j] for i in range(k)})
             for i in range(k):
-                env[f"c[{j}][{i}]"] = col[souts[i]]
-        got = run(mops, env)[mout]
+                cols[f"c[{j}][{i}]"] = col[souts[i]]
         count = np.zeros(idx.shape, dtype=np.int32)
         for v in x:
             count += v
-        want = count > n // 2  # the median of 0-1 values is 1 iff a majority is 1
-        assert np.array_equal(got, want), (k, high)
+        yield cols, count > n // 2
+
+
+def check_median(k):
+    """Every 0-1 window of k x k: columns sorted by sort_program, then the median's program."""
+    mops, mout = median_of_sorted_columns(k)
+    for cols, want in zero_one_windows(k):
+        assert np.array_equal(run(mops, cols)[mout], want), k
 
 
 def check_median_pair(k):
     """Each window of the pair on every 0-1 window (2^25 each): its median depends on its own
     k columns only, so the other window's extra column is held at 0."""
-    sops, souts = sort_program(k)
     pops, pa, pb = median_pair_of_sorted_columns(k)
-    n = k * k
-    low = 20 if n > 20 else n
-    idx = np.arange(1 << low, dtype=np.uint64)
     for first, out in ((0, pa), (1, pb)):
-        for high in range(1 << (n - low)):
-            x = [((idx >> np.uint64(b)) & np.uint64(1)).astype(bool) for b in range(low)]
-            x += [np.full(idx.shape, bool((high >> b) & 1)) for b in range(n - low)]
-            env = {}
-            for j in range(k + 1):
-                for i in range(k):
-                    env[f"c[{j}][{i}]"] = np.zeros(idx.shape, dtype=bool)
+        for cols, want in zero_one_windows(k):
+            zero = np.zeros(want.shape, dtype=bool)
+            env = {f"c[{j}][{i}]": zero for j in range(k + 1) for i in range(k)}
             for j in range(k):  # window column j is pair column first + j
-                col = run(sops, {f"v[{i}]": x[i * k + j] for i in range(k)})
                 for i in range(k):
-                    env[f"c[{first + j}][{i}]"] = col[souts[i]]
-            got = run(pops, env)[out]
-            count = np.zeros(idx.shape, dtype=np.int32)
-            for v in x:
-                count += v
-            assert np.array_equal(got, count > n // 2), (k, first, high)
+                    env[f"c[{first + j}][{i}]"] = cols[f"c[{j}][{i}]"]
+            assert np.array_equal(run(pops, env)[out], want), (k, first)
 
 
 def emit(ops, outs, indent="  "):

@@ -956,14 +956,14 @@ struct bits64 {
 };
 VOX_HD inline bits64 vmin(bits64 a, bits64 b) { return {a.v & b.v}; }
 VOX_HD inline bits64 vmax(bits64 a, bits64 b) { return {a.v | b.v}; }
-}  // namespace
 
-// The 5x5 median's networks (median_network5.cuh, generated) on every 0-1 window, 2^25 of them,
-// 64 at a time: sort5 on each column of five, then median25_of_sorted_columns, against the
-// majority. By the 0-1 principle they then select the median of every input.
-TEST(MedianNetworks, Median25OfSortedColumnsOnEveryZeroOneWindow) {
+/// The wrong answers of `median` (a function of a window's five sorted columns, c[j][i] the i-th
+/// smallest of column j, as bits64) on every 0-1 window of 5 x 5, 2^25 of them, 64 at a time:
+/// window voxels 0..5 take the bit patterns of a 64-input block, 6..24 the block's number; each
+/// column is sorted by sort5, and the answer is compared with the majority.
+template <class F>
+std::uint64_t wrong_on_zero_one_windows(F median) {
   namespace filt = vox::detail::filt;
-  // Window voxels 0..5 take the bit patterns of a 64-input block; 6..24 the block's number.
   constexpr std::uint64_t pattern[6] = {0xaaaaaaaaaaaaaaaaull, 0xccccccccccccccccull,
                                         0xf0f0f0f0f0f0f0f0ull, 0xff00ff00ff00ff00ull,
                                         0xffff0000ffff0000ull, 0xffffffff00000000ull};
@@ -979,49 +979,44 @@ TEST(MedianNetworks, Median25OfSortedColumnsOnEveryZeroOneWindow) {
       filt::sort5(col);
       for (int i = 0; i < 5; ++i) c[j][i] = col[i];
     }
-    const std::uint64_t got = filt::median25_of_sorted_columns(c).v;
+    const std::uint64_t got = median(c);
     const int high = __builtin_popcount(block);
     for (int b = 0; b < 64; ++b) {
       const int ones = high + __builtin_popcountll(static_cast<std::uint64_t>(b) & 0x3full);
       wrong += ((got >> b) & 1u) != static_cast<std::uint64_t>(ones >= 13);
     }
   }
-  EXPECT_EQ(wrong, 0u);
+  return wrong;
+}
+}  // namespace
+
+// The 5x5 median's networks (median_network5.cuh, generated) on every 0-1 window, 2^25 of them,
+// 64 at a time: sort5 on each column of five, then median25_of_sorted_columns, against the
+// majority. By the 0-1 principle they then select the median of every input.
+TEST(MedianNetworks, Median25OfSortedColumnsOnEveryZeroOneWindow) {
+  EXPECT_EQ(wrong_on_zero_one_windows([](const bits64(&c)[5][5]) {
+              return vox::detail::filt::median25_of_sorted_columns(c).v;
+            }),
+            0u);
 }
 
 // The pair network of the 5x5 median (median25_pair_of_sorted_columns, generated) on every 0-1
-// window of each of its two windows, 64 at a time: window a takes sorted columns 0-4, b 1-5; each
-// window's median depends only on its own columns, so the other's extra column is held at 0.
+// window of each of its two windows: window a takes sorted columns 0-4, b 1-5; each window's
+// median depends only on its own columns, so the other's extra column is held at 0.
 TEST(MedianNetworks, Median25PairOfSortedColumnsOnEveryZeroOneWindow) {
-  namespace filt = vox::detail::filt;
-  constexpr std::uint64_t pattern[6] = {0xaaaaaaaaaaaaaaaaull, 0xccccccccccccccccull,
-                                        0xf0f0f0f0f0f0f0f0ull, 0xff00ff00ff00ff00ull,
-                                        0xffff0000ffff0000ull, 0xffffffff00000000ull};
-  std::uint64_t wrong = 0;
   for (int first = 0; first < 2; ++first) {
-    for (std::uint32_t block = 0; block < (1u << 19); ++block) {
-      bits64 v[25];
-      for (int i = 0; i < 25; ++i)
-        v[i] = {i < 6 ? pattern[i] : ((block >> (i - 6)) & 1u ? ~0ull : 0ull)};
-      bits64 c[6][5];
-      for (int i = 0; i < 5; ++i) c[first == 0 ? 5 : 0][i] = {0};
-      for (int j = 0; j < 5; ++j) {
-        bits64 col[5];
-        for (int i = 0; i < 5; ++i) col[i] = v[i * 5 + j];
-        filt::sort5(col);
-        for (int i = 0; i < 5; ++i) c[first + j][i] = col[i];
-      }
-      bits64 a{}, b{};
-      filt::median25_pair_of_sorted_columns(c, a, b);
-      const std::uint64_t got = first == 0 ? a.v : b.v;
-      const int high = __builtin_popcount(block);
-      for (int bit = 0; bit < 64; ++bit) {
-        const int ones = high + __builtin_popcountll(static_cast<std::uint64_t>(bit) & 0x3full);
-        wrong += ((got >> bit) & 1u) != static_cast<std::uint64_t>(ones >= 13);
-      }
-    }
+    SCOPED_TRACE(first == 0 ? "window a" : "window b");
+    EXPECT_EQ(wrong_on_zero_one_windows([first](const bits64(&c)[5][5]) {
+                bits64 s[6][5];
+                for (int i = 0; i < 5; ++i) s[first == 0 ? 5 : 0][i] = {0};
+                for (int j = 0; j < 5; ++j)
+                  for (int i = 0; i < 5; ++i) s[first + j][i] = c[j][i];
+                bits64 a{}, b{};
+                vox::detail::filt::median25_pair_of_sorted_columns(s, a, b);
+                return first == 0 ? a.v : b.v;
+              }),
+              0u);
   }
-  EXPECT_EQ(wrong, 0u);
 }
 
 // sort5 on every 0-1 input.
