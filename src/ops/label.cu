@@ -748,12 +748,16 @@ inline unsigned flat_blocks(idx n, const char* op) {
       (static_cast<std::size_t>(n) + tile_threads - 1) / tile_threads, 1, 4 * wave));
 }
 
-/// Blocks of a chunk pass (a warp per chunk): four resident waves at most.
-inline unsigned chunk_blocks(const chunking& k, const char* op) {
+/// Blocks of a pass of a warp per item (a chunk, a row): four resident waves at most.
+inline unsigned warp_blocks(std::size_t items, const char* op) {
   const std::size_t wave = iops::sm_count(op) * (2048 / tile_threads);
-  return static_cast<unsigned>(std::clamp<std::size_t>(
-      (static_cast<std::size_t>(k.chunks) + warps_per_block - 1) / warps_per_block, 1,
-      4 * wave));
+  return static_cast<unsigned>(
+      std::clamp<std::size_t>((items + warps_per_block - 1) / warps_per_block, 1, 4 * wave));
+}
+
+/// Blocks of a chunk pass (a warp per chunk).
+inline unsigned chunk_blocks(const chunking& k, const char* op) {
+  return warp_blocks(static_cast<std::size_t>(k.chunks), op);
 }
 
 template <class T, bool Invert, int C>
@@ -765,11 +769,9 @@ void local_c(stream_view s, const T* mask, idx* p, unsigned* fg_bits, unsigned* 
       <<<grid, block, 0, s.value()>>>(mask, p, fg_bits, root_bits, g, wpr, z0, z1, Invert, form);
   detail::check_launch(op);
   if (form == 2) {
-    const wide words = (wide{z1} - z0) * g.ny * wpr;
-    const std::size_t wave = iops::sm_count(op) * (2048 / tile_threads);
-    const auto blocks = static_cast<unsigned>(std::clamp<std::size_t>(
-        (static_cast<std::size_t>(words) + tile_threads - 1) / tile_threads, 1, 4 * wave));
-    border_rows_kernel<C><<<blocks, tile_threads, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1);
+    const auto words = static_cast<idx>((wide{z1} - z0) * g.ny * wpr);  // < voxels
+    border_rows_kernel<C>
+        <<<flat_blocks(words, op), tile_threads, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1);
   } else {
     border_kernel<C><<<grid, block, 0, s.value()>>>(p, fg_bits, g, wpr, z0, z1, form != 0);
   }
@@ -1153,8 +1155,8 @@ void binary_fill_holes(stream_set& streams, const volume<T>& mask, volume<T>& ou
         const unsigned blocks = lbl::flat_blocks(n, op);
         lbl::compress_kernel<<<blocks, lbl::tile_threads, 0, s.value()>>>(p, n);
         detail::check_launch(op);
-        const lbl::chunking rows_k{1, g.ny * g.nz, 1, g.ny * g.nz};  // a warp per row
-        lbl::edge_kernel<<<lbl::chunk_blocks(rows_k, op), lbl::tile_threads, 0, s.value()>>>(
+        const auto rows = static_cast<std::size_t>(g.ny) * static_cast<std::size_t>(g.nz);
+        lbl::edge_kernel<<<lbl::warp_blocks(rows, op), lbl::tile_threads, 0, s.value()>>>(
             p, g, planar, flag);
         detail::check_launch(op);
         lbl::fill_kernel<T><<<blocks, lbl::tile_threads, 0, s.value()>>>(m, p, flag, dst, n);
