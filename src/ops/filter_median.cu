@@ -129,6 +129,17 @@ VOX_HD inline lanes_duo<T> median25_pair(const lanes_duo<T> (&c)[5][5]) {
   return r;
 }
 
+/// The medians of a pair's two 5x5 windows from its five sorted columns (pair_lanes): by
+/// median25_pair where the voxels have no 16-bit lanes and `pair_net` (median2d_pair_net) is on,
+/// else by median25_of_sorted_columns on the pair. The kernel and the host functor both take it.
+template <class T>
+VOX_HD inline pair_lanes<T> median25_of_columns(const pair_lanes<T> (&c)[5][5], bool pair_net) {
+  if constexpr (!has_lanes16<T>) {
+    if (pair_net) return median25_pair<T>(c);
+  }
+  return median25_of_sorted_columns(c);
+}
+
 /// The 5x5 median per slice, two neighbouring outputs a call (x = 2 ux and x + 1) in pair_lanes:
 /// the window columns' voxels x - 2 .. x + 3 make three words of two columns each, sorted along y
 /// (sort5), whose middles are the other two columns; median25_of_sorted_columns then runs once for
@@ -166,13 +177,7 @@ struct median25_fn {
       cols[3][k] = lanes_mid(w[1][k], w[2][k]);
       cols[4][k] = w[2][k];
     }
-    L r;
-    if constexpr (!has_lanes16<T>) {
-      r = pair_net ? median25_pair(cols) : median25_of_sorted_columns(cols);
-    } else {
-      r = median25_of_sorted_columns(cols);
-    }
-    store_pair<T>(out + (z * ny + y) * nx + x, r, x + 1 < nx);
+    store_pair<T>(out + (z * ny + y) * nx + x, median25_of_columns<T>(cols, pair_net), x + 1 < nx);
   }
 };
 
@@ -665,15 +670,7 @@ __global__ void __launch_bounds__(mw_threads)
           c[1][k] = lanes_mid(c[0][k], c[2][k]);
           c[3][k] = lanes_mid(c[2][k], c[4][k]);
         }
-        if constexpr (!has_lanes16<T>) {
-          if (pair_net) {
-            r = median25_pair(c);
-          } else {
-            r = median25_of_sorted_columns(c);
-          }
-        } else {
-          r = median25_of_sorted_columns(c);
-        }
+        r = median25_of_columns<T>(c, pair_net);
       }
       T* o = out + z * slice + gy * g.nx + gx;
       const T v0 = pair_voxel<T>(r, 0), v1 = pair_voxel<T>(r, 1);
