@@ -297,7 +297,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    (int_clamp; default: unsigned);
     //  - the 3x3x3 median of 8- and 16-bit voxels: the network on int values, one output
     //    column a value (int_values), or on the voxel type (voxel_values); default: two columns
-    //    in the 16-bit lanes of a word;
+    //    in the 16-bit lanes of a word; the lanes kernel at two blocks an SM (two_blocks;
+    //    default: three);
     //  - the 3x3 median per slice: the network per voxel, nine loads each (per_voxel; default:
     //    tiles of sorted y-triples, two outputs a thread); the 5x5 median per slice: the rank
     //    kernel (rank_kernel; default: tiles of sorted y-columns and the 118-op network);
@@ -354,6 +355,7 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::median3_lanes, false, "int_values"});
       alts.push_back(
           {&filt::median3_lanes, false, "voxel_values", &filt::median3_int_values, false});
+      alts.push_back({&filt::median3_three_blocks, false, "two_blocks"});
     }
     if (c.op == op_kind::uniform && c.size == 3 && std::is_unsigned_v<T>)
       alts.push_back({&filt::uniform3_uint_sums, false, "int_clamp"});

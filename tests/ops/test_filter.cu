@@ -890,13 +890,15 @@ TYPED_TEST(FilterTyped, Median3PathsOfNarrowVoxelsMatchReference) {
   using T = TypeParam;
   if (sizeof(T) > 2) GTEST_SKIP() << "8- and 16-bit voxels only";
   namespace filt = vox::detail::filt;
-  const auto path = [&](bool lanes, bool ints) {  // a lambda: see BoxMeanOf3ThroughUnsignedSums
+  // a lambda: see BoxMeanOf3ThroughUnsignedSums
+  const auto path = [&](bool lanes, bool ints, bool three_blocks) {
     SCOPED_TRACE(std::string(lanes ? "median3_lanes" : "median3_lanes off, ") +
-                 (lanes  ? ""
+                 (lanes  ? (three_blocks ? "" : ", two blocks an SM")
                   : ints ? "median3_int_values"
                          : "voxel values"));
     const filt::scoped_path l(filt::median3_lanes, lanes);
     const filt::scoped_path i(filt::median3_int_values, ints);
+    const filt::scoped_path b(filt::median3_three_blocks, three_blocks);
     for (border m : all_modes) {
       check_median<T>(small_ext, 3, opts(m, 3, 4.0), three, 55);
       check_median<T>(extent3{131, 19, 1}, 3, opts(m, 3, -3.0), three, 56);
@@ -906,10 +908,11 @@ TYPED_TEST(FilterTyped, Median3PathsOfNarrowVoxelsMatchReference) {
     }
     check_median<T>(odd_ext, 3, opts(border::reflect, 3), three, 58);
   };
-  path(true, true);
+  path(true, true, true);
   if (!VOX_BACKEND_CUDA) return;  // the host backend's other path is median_fn, as for any type
-  path(false, true);
-  path(false, false);
+  path(true, true, false);
+  path(false, true, false);
+  path(false, false, false);
 }
 
 // The 3x3 and 5x5 medians per slice by both paths (median2d_net: on CUDA tiles of sorted

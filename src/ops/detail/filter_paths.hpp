@@ -140,6 +140,14 @@ inline std::atomic<bool> median3_int_values{true};
 /// default), or median3_int_values' choice (false). All give the same voxels.
 inline std::atomic<bool> median3_lanes{true};
 
+/// Under median3_lanes, median3p_kernel's occupancy bound: three blocks of 256 threads per SM
+/// (true, the default: __launch_bounds__ min blocks 3, 80 registers a thread and 48 bytes of
+/// spills, ptxas, sm_90, CUDA 13.0), or two (false: 95 registers, 16 warps an SM, where Nsight
+/// Compute saw 57.7% of the issue slots busy). The same code and voxels; only the register
+/// budget differs. On an H200 (2026-12-07, 512x512x300, 8 streams) three blocks took 0.92x the
+/// time of two for uint8 (0.376 against 0.408 ms) and 0.93x for uint16 (0.364 against 0.391).
+inline std::atomic<bool> median3_three_blocks{true};
+
 /// The 3x3 and 5x5 medians per slice (also 3D windows of depth 1). On the CUDA backend,
 /// true (the default): tiles of sorted y-columns in shared memory, two outputs a thread in lanes,
 /// 12 min or max a pair for 3x3 and the 118 of median25_of_sorted_columns for 5x5
