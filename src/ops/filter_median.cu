@@ -473,8 +473,9 @@ __global__ void __launch_bounds__(mw_threads, 2)
 // for int16): per plane 36 ops for two columns (median3w_kernel: 30 a column), 48 for the ranks
 // that two outputs share and 18 for each pair of outputs, in half the registers. The sorted
 // y-triples are words of two halo columns; a thread's window is its word (left: x - 1, x), the
-// next (right: x + 1, x + 2) and their middle, one funnel shift.
-template <class T, int MinBlocks = 2>
+// next (right: x + 1, x + 2) and their middle, one funnel shift. MinBlocks: blocks per SM that
+// __launch_bounds__ asks for (median3_three_blocks: 3, else 2).
+template <class T, int MinBlocks>
 __global__ void __launch_bounds__(mw_threads, MinBlocks)
     median3p_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
                     T cval) {
@@ -734,13 +735,10 @@ void run_median3(stream_set& streams, const char* op, const volume<T>& in, volum
                    const dim3 grid(gr.x, gr.y, gr.z), block(mw_tx, mw_ty, 1);
                    if constexpr (sizeof(T) <= 2) {
                      if (median3_lanes.load(std::memory_order_relaxed)) {
-                       if (median3_three_blocks.load(std::memory_order_relaxed)) {
-                         median3p_kernel<T, 3>
-                             <<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
-                       } else {
-                         median3p_kernel<T, 2>
-                             <<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
-                       }
+                       auto* k = median3_three_blocks.load(std::memory_order_relaxed)
+                                     ? median3p_kernel<T, 3>
+                                     : median3p_kernel<T, 2>;
+                       k<<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
                        detail::check_launch(op);
                        return;
                      }

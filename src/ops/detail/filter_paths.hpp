@@ -145,7 +145,8 @@ inline std::atomic<bool> median3_lanes{true};
 /// spills, ptxas, sm_90, CUDA 13.0), or two (false: 95 registers, 16 warps an SM, where Nsight
 /// Compute saw 57.7% of the issue slots busy). The same code and voxels; only the register
 /// budget differs. On an H200 (2026-12-07, 512x512x300, 8 streams) three blocks took 0.92x the
-/// time of two for uint8 (0.376 against 0.408 ms) and 0.93x for uint16 (0.364 against 0.391).
+/// time of two for uint8 (0.376 against 0.408 ms) and 0.93x for uint16 (0.364 against 0.391); on
+/// an H100 the same day 0.371 against 0.401 ms and 0.359 against 0.388 ms.
 inline std::atomic<bool> median3_three_blocks{true};
 
 /// The 3x3 and 5x5 medians per slice (also 3D windows of depth 1). On the CUDA backend,
