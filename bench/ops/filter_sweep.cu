@@ -351,6 +351,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::median2d_net, false, "rank_kernel"});
     if (c.op == op_kind::median && c.size == 5 && c.dims == 2 && sizeof(T) >= 4)
       alts.push_back({&filt::median2d_pair_net, false, "pair_apart"});
+    if (c.op == op_kind::median && c.size == 5 && c.dims == 3)
+      alts.push_back({&filt::rank_fixed_radii, false, "any_radii"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
       alts.push_back({&filt::median3_lanes, false, "int_values"});
       alts.push_back(

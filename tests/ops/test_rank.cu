@@ -20,6 +20,7 @@
 #include <voxstream/ops/filter.hpp>
 #include <voxstream/voxstream.hpp>
 
+#include "../../src/ops/detail/filter_paths.hpp"
 #include "../common/border_ref.hpp"
 #include "../common/compare.hpp"
 #include "../common/random.hpp"
@@ -175,6 +176,33 @@ TYPED_TEST(RankTyped, WindowShapesAndBorderModes) {
     check<T>(e, h, 5, 12, opts(m, 2, 3.0), "random");
   }
   check<T>(e, h, {15, 7, 1}, 40, opts(border::wrap, 2, -2.0), "random");
+}
+
+// The kernel's instances compiled for square x-y radii 1 to 3 (switch rank_fixed_radii, the
+// default) and the one taking any radii, on random and clustered data (the in-bin selection's
+// rows with a match, groups of planes of at most 32 window rows): radius 1 (3x3x3 ranks other
+// than the median's, 3x3x15), radius 2 with 8- and 16-bit counters (5x5x5, 5x5x11), radius 3 in
+// 3D and per slice, and windows that are not square in x and y. The host backend has one path.
+TYPED_TEST(RankTyped, FixedAndRunTimeRadiiAgree) {
+  using T = TypeParam;
+  const extent3 e{37, 19, 35};
+  const std::vector<T> h = random_voxels<T>(e, 307);
+  const std::vector<T> c = clustered<T>(extent3{41, 20, 36}, 308);
+  for (bool fixed : {true, false}) {
+    if (!fixed && !VOX_BACKEND_CUDA) break;
+    SCOPED_TRACE(fixed ? "rank_fixed_radii" : "rank_fixed_radii off");
+    const vox::detail::filt::scoped_path p(vox::detail::filt::rank_fixed_radii, fixed);
+    check<T>(e, h, 3, 5, opts(border::reflect, 3), "random");
+    check<T>(e, h, 3, -3, opts(border::constant, 3, 4.0), "random");
+    check<T>(e, h, {3, 3, 15}, 100, opts(border::wrap, 3), "random");
+    check<T>(e, h, 5, 62, opts(border::nearest, 3), "random");
+    check<T>(e, h, {5, 5, 11}, 137, opts(border::reflect, 3), "random");
+    check<T>(e, h, 7, 200, opts(border::reflect, 3), "random");
+    check<T>(e, h, {7, 7, 1}, 24, opts(border::constant, 2, -1.0), "random");
+    check<T>(e, h, {5, 3, 5}, 37, opts(border::wrap, 3), "random");
+    check<T>(extent3{41, 20, 36}, c, 5, 62, opts(border::constant, 3, 5.0), "clustered");
+    check<T>(extent3{41, 20, 36}, c, 7, 171, opts(border::nearest, 3), "clustered");
+  }
 }
 
 // One value everywhere: one bin; in constant mode cval joins the windows at the borders.

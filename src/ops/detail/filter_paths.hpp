@@ -149,6 +149,12 @@ inline std::atomic<bool> median3_lanes{true};
 /// an H100 the same day 0.371 against 0.401 ms and 0.359 against 0.388 ms.
 inline std::atomic<bool> median3_three_blocks{true};
 
+/// The rank machinery (rank_filter, percentile_filter, the median beyond 3x3x3; CUDA only): for
+/// windows square in x and y of radius 1 to 3, rank_kernel compiled for those radii (true, the
+/// default: the window's loops unroll and its shared-memory offsets are constants), or the
+/// instance that takes any radii at run time (false). The same voxels.
+inline std::atomic<bool> rank_fixed_radii{true};
+
 /// The 3x3 and 5x5 medians per slice (also 3D windows of depth 1). On the CUDA backend,
 /// true (the default): tiles of sorted y-columns in shared memory, two outputs a thread in lanes,
 /// 12 min or max a pair for 3x3 and the 118 of median25_of_sorted_columns for 5x5

@@ -19,8 +19,13 @@
 // are an order-preserving map of that range (bin = (v - lo) * 256 / (hi - lo), clamped), and
 // the answer is selected among the window's voxels in the rank's bin: the window's bins are
 // compared with it 4 at a time (rows of bins padded to whole words, so that a thread's rows all
-// start at byte tx % 4 of a word), and only the matches are read (a bin usually holds a few). Ties and NaN never break the order of bins, so the result
-// is exact for any data; only its speed depends on how the values spread.
+// start at byte tx % 4 of a word), all rows first with only a bit kept per row that has a
+// match, then only those rows again to read the matches (a bin usually holds a few). Ties and
+// NaN never break the order of bins, so the result is exact for any data; only its speed
+// depends on how the values spread.
+//
+// Square x-y windows of radius 1 to 3 run instances compiled for their radii (rank_kernel_for;
+// switch rank_fixed_radii): the window's loops unroll, with constant shared-memory offsets.
 // Not installed.
 #pragma once
 
@@ -30,6 +35,7 @@
 
 #include "filter_arith.cuh"
 #include "filter_checks.hpp"
+#include "filter_paths.hpp"
 #include "march.cuh"
 
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
@@ -64,15 +70,25 @@ __host__ __device__ constexpr int rk_pitch(int rx) { return (rk_tx + 2 * rx + 3)
 __host__ __device__ constexpr int rk_row_words(int w) { return (w + 6) / 4; }
 inline constexpr int rk_max_row_words = rk_row_words(2 * 7 + 1);
 
-/// 0x80 in every byte of x that is zero, nothing else (exact: no carries cross bytes).
-__device__ __forceinline__ unsigned rk_zero_bytes(unsigned x) {
-  return ~(((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x) & 0x80808080u;
-}
-
 struct rank_geom {
   march_geom g;
   int rx, ry, rz;
   int rank;  ///< 0-based, in [0, window)
+};
+
+/// 0x80 in every byte of x that is zero and whose bit 7 is set in m (m: 0x80 bits only),
+/// nothing else (exact: no carries cross bytes). One add and two LOP3s.
+__device__ __forceinline__ unsigned rk_zero_bytes(unsigned x, unsigned m) {
+  return ~(((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x) & m;
+}
+
+/// The x and y radii a rank_kernel instance is compiled for: RX, RY > 0 fixed (the window's
+/// loops unroll and its shared-memory offsets become constants), 0 the launch's own.
+template <int RX, int RY>
+struct rk_shape {
+  static_assert(RX >= 0 && RX <= rk_max_r && RY >= 0 && RY <= rk_max_r, "radius past the kernel's");
+  __device__ static int rx(const rank_geom& b) { return RX > 0 ? RX : b.rx; }
+  __device__ static int ry(const rank_geom& b) { return RY > 0 ? RY : b.ry; }
 };
 
 /// The key arithmetic of the order-preserving bin map (double for 8-byte and int32 voxels).
@@ -93,18 +109,20 @@ std::size_t rank_shared_bytes(const rank_geom& b) {
   return bytes;
 }
 
-template <class T, class C>
+template <class T, class C, int RX, int RY>
 __global__ void __launch_bounds__(rk_threads<C>)
     rank_kernel(const T* __restrict__ in, T* __restrict__ out, rank_geom b, border mode, T cval) {
   constexpr int NT = rk_threads<C>, TY = rk_ty<C>, NPRE = rk_pre<C>;
+  using shape = rk_shape<RX, RY>;
+  const int rx = shape::rx(b), ry = shape::ry(b);
   using K = rank_key_t<T>;
   extern __shared__ __align__(16) unsigned char rk_dyn[];
   const march_geom& g = b.g;
   const idx_t slice = g.nx * g.ny;
   const int t = static_cast<int>(threadIdx.x);
   const int tx = t % rk_tx, ty = t / rk_tx;
-  const int hx = rk_tx + 2 * b.rx, hy = TY + 2 * b.ry, plane = hx * hy;
-  const int hp = rk_pitch(b.rx), pp = hp * hy;  // padded row and plane pitch in shared memory
+  const int hx = rk_tx + 2 * rx, hy = TY + 2 * ry, plane = hx * hy;
+  const int hp = rk_pitch(rx), pp = hp * hy;  // padded row and plane pitch in shared memory
   const int kz = 2 * b.rz + 1;
   constexpr int BPW = 4 / static_cast<int>(sizeof(C));  // counters per word
   constexpr int BITS = 8 * static_cast<int>(sizeof(C));
@@ -123,8 +141,8 @@ __global__ void __launch_bounds__(rk_threads<C>)
     dpos[q] = i / hx * hp + i % hx;
   }
   // This thread's window rows of bins start at byte tx % 4 of word tx / 4 of a padded row: per
-  // row word j, the bytes that are in the window (0xff each).
-  const int wx = 2 * b.rx + 1, nrw = rk_row_words(wx);
+  // row word j, the bytes that are in the window (0x80 each: rk_zero_bytes' mask).
+  const int wx = 2 * rx + 1, wy = 2 * ry + 1, nrw = rk_row_words(wx);
   unsigned rmask[rk_max_row_words];
 #pragma unroll
   for (int j = 0; j < rk_max_row_words; ++j) {
@@ -132,7 +150,7 @@ __global__ void __launch_bounds__(rk_threads<C>)
     const int lo = first > 0 ? first : 0, hi = last < 4 ? last : 4;
     rmask[j] = hi <= lo ? 0u
                         : static_cast<unsigned>((1ull << (8 * hi)) - 1ull) &
-                              ~static_cast<unsigned>((1ull << (8 * lo)) - 1ull);
+                              ~static_cast<unsigned>((1ull << (8 * lo)) - 1ull) & 0x80808080u;
   }
   __shared__ T red_lo[NT / 32], red_hi[NT / 32];
 
@@ -141,7 +159,7 @@ __global__ void __launch_bounds__(rk_threads<C>)
     // This thread's share of a haloed plane (elements t + NT q): in-slice offsets and the
     // elements outside the slice (constant mode: cval).
     unsigned off[NPRE];
-    const unsigned outside = tile_offsets<NPRE, NT>(t, hx, hy, x0, y0, b.rx, b.ry, g, mode, off);
+    const unsigned outside = tile_offsets<NPRE, NT>(t, hx, hy, x0, y0, rx, ry, g, mode, off);
     auto fetch = [&](idx_t zi, T(&v)[NPRE]) {
       const idx_t mz = map_fast(zi, g.nz, mode);
 #pragma unroll
@@ -216,8 +234,11 @@ __global__ void __launch_bounds__(rk_threads<C>)
     auto count_plane = [&](int slot, int delta) {
       const unsigned char* bp = bk + slot * pp + ty * hp + tx;
       const unsigned one = delta > 0 ? 1u : ~0u;  // +1 or -1 in every counter's lowest bit
-      for (int dy = 0; dy <= 2 * b.ry; ++dy) {
-        for (int dx = 0; dx <= 2 * b.rx; ++dx) {
+      // Unrolled where the instance fixes the radii (#pragma unroll leaves run-time counts).
+#pragma unroll
+      for (int dy = 0; dy < wy; ++dy) {
+#pragma unroll
+        for (int dx = 0; dx < wx; ++dx) {
           const int bin = bp[dy * hp + dx];
           // A removed voxel was counted before: its counter is >= 1, so no borrow leaves it.
           atomicAdd(&hist[(bin / BPW) * NT + t], one << ((bin % BPW) * BITS));
@@ -274,21 +295,43 @@ __global__ void __launch_bounds__(rk_threads<C>)
       if (exact) {
         result = static_cast<T>(static_cast<long long>(lo) + bin);
       } else {
-        // The (need - below)-th smallest of the window's voxels in `bin`. The window's bins are
-        // compared a word (4 voxels) at a time; only the matches (a few, usually) are visited.
+        // The (need - below)-th smallest of the window's voxels in `bin`, in two steps per group
+        // of planes of at most 32 window rows: every row's bins are compared with `bin` a word
+        // (4 voxels) at a time, all lanes in step, and a row with a match sets its bit; then only
+        // the rows with a match (a few, usually) are compared again and their matches visited.
+        // (Visiting each match as the scan met it diverged the warp at most words.)
         const int kk = need - below;
         const unsigned rep = 0x01010101u * static_cast<unsigned>(bin);
+        // A window row's first word of bins: planes and rows start at whole words (hp, pp are
+        // multiples of 4), so the thread's word offset tx / 4 adds.
+        auto row_word = [&](int s, int dy) { return s * (pp / 4) + (ty + dy) * (hp / 4) + tx / 4; };
+        auto row_hits = [&](int w) {  // nonzero where the row has a voxel in `bin`
+          unsigned any = 0u;
+#pragma unroll
+          for (int j = 0; j < rk_max_row_words; ++j)
+            if (j < nrw) any |= rk_zero_bytes(bkw[w + j] ^ rep, rmask[j]);
+          return any;
+        };
         auto for_each_in_bin = [&](auto&& f) {
-          for (int s = 0; s < kz; ++s) {
-            for (int dy = 0; dy <= 2 * b.ry; ++dy) {
-              const int row = s * pp + (ty + dy) * hp + tx / 4 * 4;  // a word's first byte
-              const unsigned* wp = bkw + row / 4;
+          const int group = 32 / wy;  // planes of a group: at least 2 (wy <= 15)
+          for (int s0 = 0; s0 < kz; s0 += group) {
+            const int s1 = s0 + group < kz ? s0 + group : kz;
+            const int rows = (s1 - s0) * wy;
+            unsigned hit = 0u;  // bit rows - 1 - q: the group's row q has a match
+            for (int s = s0; s < s1; ++s) {
+#pragma unroll
+              for (int dy = 0; dy < wy; ++dy) hit = (hit << 1) | min(row_hits(row_word(s, dy)), 1u);
+            }
+            while (hit != 0u) {
+              const int q = rows - 32 + __clz(static_cast<int>(hit));
+              hit &= ~(0x80000000u >> (__clz(static_cast<int>(hit))));
+              const int w = row_word(s0 + q / wy, q % wy);
 #pragma unroll
               for (int j = 0; j < rk_max_row_words; ++j) {
                 if (j >= nrw) break;
-                unsigned e = rk_zero_bytes(wp[j] ^ rep) & rmask[j];
+                unsigned e = rk_zero_bytes(bkw[w + j] ^ rep, rmask[j]);
                 while (e != 0u) {
-                  const int i = row + 4 * j + (__ffs(static_cast<int>(e)) - 1) / 8;
+                  const int i = 4 * (w + j) + (__ffs(static_cast<int>(e)) - 1) / 8;
                   e &= e - 1u;  // one bit a matching byte
                   f(i);
                 }
@@ -340,6 +383,22 @@ __global__ void __launch_bounds__(rk_threads<C>)
   });
 }
 
+/// The instance of rank_kernel for x and y radii rx, ry: square windows of radius 1 to 3 in x
+/// and y (sizes 3, 5, 7: the common ones) have their own, compiled for their radii; the rest
+/// (and all, with the switch rank_fixed_radii off) share the one that takes them at run time. (Radius 1 needs no 16-bit counters: 3 x 3 x 15
+/// voxels at most.)
+template <class T, class C>
+auto rank_kernel_for(int rx, int ry) -> void (*)(const T*, T*, rank_geom, border, T) {
+  if (rx == ry && rank_fixed_radii.load(std::memory_order_relaxed)) {
+    if (rx == 2) return rank_kernel<T, C, 2, 2>;
+    if (rx == 3) return rank_kernel<T, C, 3, 3>;
+    if constexpr (sizeof(C) == 1) {
+      if (rx == 1) return rank_kernel<T, C, 1, 1>;
+    }
+  }
+  return rank_kernel<T, C, 0, 0>;
+}
+
 /// Enqueues the rank filter of rank `rank` over the box of radii r (2D: r.z = 0), or returns
 /// false where the kernel does not serve it (radii over 7, 16-bit counters' shared memory, or
 /// slices over 2^32 voxels).
@@ -377,7 +436,7 @@ bool run_rank_kernel(stream_set& streams, const char* op, const volume<T>& in, v
           using C = decltype(counter);
           bg.g = make_march(e, w, rk_tx, rk_ty<C>, min_chunk);
           const dim3u gr = march_grid(bg.g);
-          auto* k = rank_kernel<T, C>;
+          auto* k = rank_kernel_for<T, C>(bg.rx, bg.ry);
           // Static (the reduction's slots) and dynamic shared memory past 48 KiB: the opt-in.
           opt_in_shared(reinterpret_cast<const void*>(k), bytes, dev, op,
                         2 * sizeof(T) * (rk_threads<C> / 32));
