@@ -10,7 +10,9 @@
 // removed and the entering plane's added: 2 sx sy updates per output, whatever the window's
 // depth. Updates are shared-memory atomic adds whose result is unused: a plain load-add-store
 // would chain every update to the previous one's latency (the compiler cannot tell that two
-// bins differ). The rank's bin is found by up to 16 + 16 steps: 16 coarse bins, each summed
+// bins differ); each voxel's update code (its counter's word offset and bit position) is kept
+// beside its bin, so that an update is four instructions. The rank's bin is found by up to
+// 16 + 16 steps: 16 coarse bins, each summed
 // from its 4 (8) words of packed counters lane by lane (one atomic per update instead of two,
 // as with kept coarse counters), then the coarse bin's 16 fine ones.
 //
@@ -95,17 +97,26 @@ struct rk_shape {
 template <class T>
 using rank_key_t = std::conditional_t<(sizeof(T) >= 4 && !std::is_same_v<T, float>), double, float>;
 
+/// Whether the voxels T can need a selection among the voxels of the rank's bin (all but uint8,
+/// whose bins are their values): only those keep the window's voxels, their bins and the
+/// selection's members in shared memory (uint8's 5 x 5 x 5 blocks fit six an SM, not five).
+template <class T>
+inline constexpr bool rk_selects = !std::is_same_v<T, std::uint8_t>;
+
 template <class T, class C>
 std::size_t rank_shared_bytes(const rank_geom& b) {
   const std::size_t nt = rk_threads<C>;
   const std::size_t plane = static_cast<std::size_t>(rk_pitch(b.rx)) *
                             static_cast<std::size_t>(rk_ty<C> + 2 * b.ry);
   const std::size_t k = static_cast<std::size_t>(2 * b.rz + 1);
-  std::size_t bytes = rk_bins * nt * sizeof(C);                // histograms (packed words)
-  bytes += rk_cap * nt * sizeof(T);                             // members of the rank's bin
-  bytes += k * plane * sizeof(T);                               // the window's planes
+  std::size_t bytes = rk_bins * nt * sizeof(C);  // histograms (packed words)
+  if (rk_selects<T>) {
+    bytes += rk_cap * nt * sizeof(T);  // members of the rank's bin
+    bytes += k * plane * sizeof(T);    // the window's planes
+  }
   bytes = (bytes + 15) / 16 * 16;
-  bytes += k * plane;                                           // their bins
+  bytes += k * plane * sizeof(std::uint16_t);  // their update codes
+  if (rk_selects<T>) bytes += k * plane;       // their bins
   return bytes;
 }
 
@@ -127,11 +138,23 @@ __global__ void __launch_bounds__(rk_threads<C>)
   constexpr int BPW = 4 / static_cast<int>(sizeof(C));  // counters per word
   constexpr int BITS = 8 * static_cast<int>(sizeof(C));
   constexpr unsigned MASK = (1u << BITS) - 1u;
+  constexpr unsigned WORD_BYTES = 4u * NT;  // a word of bins: one per thread
+  static_assert(WORD_BYTES >= 32 && (rk_bins / BPW - 1) * WORD_BYTES < 65536u,
+                "update codes: the bit position under the word offset, both in 16 bits");
   unsigned* hist = reinterpret_cast<unsigned*>(rk_dyn);   // [rk_bins / BPW][NT]
+  constexpr bool SEL = rk_selects<T>;                     // mem, raw and bk exist
   T* mem = reinterpret_cast<T*>(hist + rk_bins / BPW * NT);  // [rk_cap][NT]
-  T* raw = mem + rk_cap * NT;                    // [kz][hy][hp]
-  unsigned char* bk = reinterpret_cast<unsigned char*>(
-      rk_dyn + (((reinterpret_cast<unsigned char*>(raw + kz * pp) - rk_dyn) + 15) / 16 * 16));
+  T* raw = mem + (SEL ? rk_cap * NT : 0);                    // [kz][hy][hp]
+  // Each voxel's update code: its counter's word as a byte offset in the histograms (thread 0's
+  // column) and the counter's bit position, apart: (bin / BPW) 4 NT | (bin % BPW) BITS. The
+  // offset's low bits (under 4 NT, a multiple of 32) take the thread's 4 t, and a funnel shift
+  // uses the position (the code's low 5 bits): an update is LDS.U16, LOP3, SHF.L.W and ATOMS in
+  // the SASS (sm_90), where from the bin it took a byte load, 6 integer instructions and ATOMS.
+  // 2 bytes a voxel of the planes more: 2.4 KiB a block for 5 x 5 x 5 windows.
+  std::uint16_t* code = reinterpret_cast<std::uint16_t*>(
+      rk_dyn +
+      (((reinterpret_cast<unsigned char*>(raw + (SEL ? kz * pp : 0)) - rk_dyn) + 15) / 16 * 16));
+  unsigned char* bk = reinterpret_cast<unsigned char*>(code + kz * pp);
   const unsigned* bkw = reinterpret_cast<const unsigned*>(bk);  // the bins as words
   // Where this thread's share of a plane (elements t + NT q of hx x hy) lies in the padded one.
   int dpos[NPRE];
@@ -225,23 +248,31 @@ __global__ void __launch_bounds__(rk_threads<C>)
       for (int q = 0; q < NPRE; ++q) {
         const int i = t + NT * q;
         if (i < plane) {
-          raw[slot * pp + dpos[q]] = v[q];
-          bk[slot * pp + dpos[q]] = static_cast<unsigned char>(bin_of(v[q]));
+          const unsigned bin = static_cast<unsigned>(bin_of(v[q]));
+          if constexpr (SEL) {
+            raw[slot * pp + dpos[q]] = v[q];
+            bk[slot * pp + dpos[q]] = static_cast<unsigned char>(bin);
+          }
+          code[slot * pp + dpos[q]] =
+              static_cast<std::uint16_t>(bin / BPW * WORD_BYTES | bin % BPW * BITS);
         }
       }
     };
     // Adds (+1) or removes (-1) this thread's window columns of the plane in `slot`.
     auto count_plane = [&](int slot, int delta) {
-      const unsigned char* bp = bk + slot * pp + ty * hp + tx;
+      const std::uint16_t* cp = code + slot * pp + ty * hp + tx;
+      unsigned char* const hb = reinterpret_cast<unsigned char*>(hist);
+      const unsigned t4 = 4u * static_cast<unsigned>(t);
       const unsigned one = delta > 0 ? 1u : ~0u;  // +1 or -1 in every counter's lowest bit
       // Unrolled where the instance fixes the radii (#pragma unroll leaves run-time counts).
 #pragma unroll
       for (int dy = 0; dy < wy; ++dy) {
 #pragma unroll
         for (int dx = 0; dx < wx; ++dx) {
-          const int bin = bp[dy * hp + dx];
+          const unsigned c = cp[dy * hp + dx];
           // A removed voxel was counted before: its counter is >= 1, so no borrow leaves it.
-          atomicAdd(&hist[(bin / BPW) * NT + t], one << ((bin % BPW) * BITS));
+          atomicAdd(reinterpret_cast<unsigned*>(hb + ((c & ~(WORD_BYTES - 1u)) | t4)),
+                    __funnelshift_l(0u, one, c));
         }
       }
     };
@@ -291,90 +322,94 @@ __global__ void __launch_bounds__(rk_threads<C>)
         if (below + n > need) break;
         below += n;
       }
-      T result;
-      if (exact) {
-        result = static_cast<T>(static_cast<long long>(lo) + bin);
-      } else {
-        // The (need - below)-th smallest of the window's voxels in `bin`, in two steps per group
-        // of planes of at most 32 window rows: every row's bins are compared with `bin` a word
-        // (4 voxels) at a time, all lanes in step, and a row with a match sets its bit; then only
-        // the rows with a match (a few, usually) are compared again and their matches visited.
-        // (Visiting each match as the scan met it diverged the warp at most words.)
-        const int kk = need - below;
-        const unsigned rep = 0x01010101u * static_cast<unsigned>(bin);
-        // A window row's first word of bins: planes and rows start at whole words (hp, pp are
-        // multiples of 4), so the thread's word offset tx / 4 adds.
-        auto row_word = [&](int s, int dy) { return s * (pp / 4) + (ty + dy) * (hp / 4) + tx / 4; };
-        auto row_hits = [&](int w) {  // nonzero where the row has a voxel in `bin`
-          unsigned any = 0u;
+      T result{};
+      if (exact) result = static_cast<T>(static_cast<long long>(lo) + bin);
+      if constexpr (SEL) {
+        if (!exact) {
+          // The (need - below)-th smallest of the window's voxels in `bin`, in two steps per group
+          // of planes of at most 32 window rows: every row's bins are compared with `bin` a word
+          // (4 voxels) at a time, all lanes in step, and a row with a match sets its bit; then only
+          // the rows with a match (a few, usually) are compared again and their matches visited.
+          // (Visiting each match as the scan met it diverged the warp at most words.)
+          const int kk = need - below;
+          const unsigned rep = 0x01010101u * static_cast<unsigned>(bin);
+          // A window row's first word of bins: planes and rows start at whole words (hp, pp are
+          // multiples of 4), so the thread's word offset tx / 4 adds.
+          auto row_word = [&](int s, int dy) {
+            return s * (pp / 4) + (ty + dy) * (hp / 4) + tx / 4;
+          };
+          auto row_hits = [&](int w) {  // nonzero where the row has a voxel in `bin`
+            unsigned any = 0u;
 #pragma unroll
-          for (int j = 0; j < rk_max_row_words; ++j)
-            if (j < nrw) any |= rk_zero_bytes(bkw[w + j] ^ rep, rmask[j]);
-          return any;
-        };
-        auto for_each_in_bin = [&](auto&& f) {
-          const int group = 32 / wy;  // planes of a group: at least 2 (wy <= 15)
-          for (int s0 = 0; s0 < kz; s0 += group) {
-            const int s1 = s0 + group < kz ? s0 + group : kz;
-            const int rows = (s1 - s0) * wy;
-            unsigned hit = 0u;  // bit rows - 1 - q: the group's row q has a match
-            for (int s = s0; s < s1; ++s) {
+            for (int j = 0; j < rk_max_row_words; ++j)
+              if (j < nrw) any |= rk_zero_bytes(bkw[w + j] ^ rep, rmask[j]);
+            return any;
+          };
+          auto for_each_in_bin = [&](auto&& f) {
+            const int group = 32 / wy;  // planes of a group: at least 2 (wy <= 15)
+            for (int s0 = 0; s0 < kz; s0 += group) {
+              const int s1 = s0 + group < kz ? s0 + group : kz;
+              const int rows = (s1 - s0) * wy;
+              unsigned hit = 0u;  // bit rows - 1 - q: the group's row q has a match
+              for (int s = s0; s < s1; ++s) {
 #pragma unroll
-              for (int dy = 0; dy < wy; ++dy) hit = (hit << 1) | min(row_hits(row_word(s, dy)), 1u);
-            }
-            while (hit != 0u) {
-              const int q = rows - 32 + __clz(static_cast<int>(hit));
-              hit &= ~(0x80000000u >> (__clz(static_cast<int>(hit))));
-              const int w = row_word(s0 + q / wy, q % wy);
+                for (int dy = 0; dy < wy; ++dy)
+                  hit = (hit << 1) | min(row_hits(row_word(s, dy)), 1u);
+              }
+              while (hit != 0u) {
+                const int q = rows - 32 + __clz(static_cast<int>(hit));
+                hit &= ~(0x80000000u >> (__clz(static_cast<int>(hit))));
+                const int w = row_word(s0 + q / wy, q % wy);
 #pragma unroll
-              for (int j = 0; j < rk_max_row_words; ++j) {
-                if (j >= nrw) break;
-                unsigned e = rk_zero_bytes(bkw[w + j] ^ rep, rmask[j]);
-                while (e != 0u) {
-                  const int i = 4 * (w + j) + (__ffs(static_cast<int>(e)) - 1) / 8;
-                  e &= e - 1u;  // one bit a matching byte
-                  f(i);
+                for (int j = 0; j < rk_max_row_words; ++j) {
+                  if (j >= nrw) break;
+                  unsigned e = rk_zero_bytes(bkw[w + j] ^ rep, rmask[j]);
+                  while (e != 0u) {
+                    const int i = 4 * (w + j) + (__ffs(static_cast<int>(e)) - 1) / 8;
+                    e &= e - 1u;  // one bit a matching byte
+                    f(i);
+                  }
                 }
               }
             }
-          }
-        };
-        int m = 0;
-        T mn = std::numeric_limits<T>::max(), mxv = std::numeric_limits<T>::lowest();
-        for_each_in_bin([&](int i) {
-          const T v = raw[i];
-          if (m < rk_cap) mem[m * NT + t] = v;
-          ++m;
-          mn = vmin(mn, v);
-          mxv = vmax(mxv, v);
-        });
-        if (!(mn < mxv)) {
-          result = mn;  // one value (or no order: NaN)
-        } else if (m <= rk_cap) {
-          result = mn;
-          for (int i = 0; i < m; ++i) {
-            const T v = mem[i * NT + t];
-            int less = 0, eq = 0;
-            for (int j = 0; j < m; ++j) {
-              const T u = mem[j * NT + t];
-              less += u < v;
-              eq += u == v;
-            }
-            if (less <= kk && kk < less + eq) result = v;
-          }
-        } else {
-          // Many voxels in one bin (values bunched against outliers): count ranks over the
-          // bin's voxels in the window itself.
-          result = mn;
+          };
+          int m = 0;
+          T mn = std::numeric_limits<T>::max(), mxv = std::numeric_limits<T>::lowest();
           for_each_in_bin([&](int i) {
             const T v = raw[i];
-            int less = 0, eq = 0;
-            for_each_in_bin([&](int i2) {
-              less += raw[i2] < v;
-              eq += raw[i2] == v;
-            });
-            if (less <= kk && kk < less + eq) result = v;
+            if (m < rk_cap) mem[m * NT + t] = v;
+            ++m;
+            mn = vmin(mn, v);
+            mxv = vmax(mxv, v);
           });
+          if (!(mn < mxv)) {
+            result = mn;  // one value (or no order: NaN)
+          } else if (m <= rk_cap) {
+            result = mn;
+            for (int i = 0; i < m; ++i) {
+              const T v = mem[i * NT + t];
+              int less = 0, eq = 0;
+              for (int j = 0; j < m; ++j) {
+                const T u = mem[j * NT + t];
+                less += u < v;
+                eq += u == v;
+              }
+              if (less <= kk && kk < less + eq) result = v;
+            }
+          } else {
+            // Many voxels in one bin (values bunched against outliers): count ranks over the
+            // bin's voxels in the window itself.
+            result = mn;
+            for_each_in_bin([&](int i) {
+              const T v = raw[i];
+              int less = 0, eq = 0;
+              for_each_in_bin([&](int i2) {
+                less += raw[i2] < v;
+                eq += raw[i2] == v;
+              });
+              if (less <= kk && kk < less + eq) result = v;
+            });
+          }
         }
       }
       if (mine) out[z * slice + gy * g.nx + gx] = result;
