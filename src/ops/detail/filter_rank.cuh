@@ -12,9 +12,9 @@
 // would chain every update to the previous one's latency (the compiler cannot tell that two
 // bins differ); each voxel's update code (its counter's word offset and bit position) is kept
 // beside its bin, so that an update is four instructions. The rank's bin is found by up to
-// 16 + 16 steps: 16 coarse bins, each summed
-// from its 4 (8) words of packed counters lane by lane (one atomic per update instead of two,
-// as with kept coarse counters), then the coarse bin's 16 fine ones.
+// 16 + 16 steps: 16 coarse bins, each summed from its 4 (8) words of packed counters lane by
+// lane (one atomic per update instead of two, as with kept coarse counters), then the coarse
+// bin's 16 fine ones.
 //
 // Bins: for 8-bit voxels, and integer voxels whose range over the block's region (tile, halo and
 // chunk) spans under 256 values, a bin is one value and the bin is the answer. Otherwise bins
