@@ -193,6 +193,9 @@ SWEEP_FAMILIES = (
     ("median_size=3", 3.0, None), ("median_size=5", 25.0, 10.0),
     # sigma over 4: no copy target in issue 16, only "no case slower than cupyx"
     ("gaussian_wide", math.inf, 1.0),
+    # the rank machinery beyond the issue's cases (median 7, rank_filter, percentile_filter):
+    # no targets, only "not slower than cupyx"
+    ("median_wide", math.inf, 1.0), ("rank", math.inf, 1.0),
 )
 SWEEP_TYPES = {"u8": "uint8", "u16": "uint16", "f32": "float32"}
 
@@ -215,6 +218,10 @@ def sweep_cases():
             opname = "median" + ("2d" if dims == 2 else "")
             cases.append({"name": "%s_size=%d" % (opname, s), "op": opname, "dims": dims,
                           "size": s})
+    cases.append({"name": "median_size=7", "op": "median", "dims": 3, "size": 7})
+    cases.append({"name": "rank_size=3", "op": "rank", "dims": 3, "size": 3, "rank": 6})
+    cases.append({"name": "percentile_size=5", "op": "percentile", "dims": 3, "size": 5,
+                  "q": 25.0})
     return cases
 
 
@@ -228,6 +235,8 @@ def sweep_selected(case, tokens):
         if t == "minmax" and case["op"].startswith(("erosion", "dilation")):
             return True
         if t == "%dd" % case["dims"]:
+            return True
+        if t == "rank" and case["op"] in ("rank", "percentile"):
             return True
     return False
 
@@ -261,6 +270,10 @@ def sweep_family(case, dtype):
         if max(case["sigma_xyz"]) > 4:
             return "gaussian_wide"
         return "gaussian_f32" if dtype == "f32" else "gaussian_int"
+    if op in ("rank", "percentile"):
+        return "rank"
+    if case["size"] > 5:
+        return "median_wide"
     return "median_size=%d" % case["size"]
 
 
@@ -278,6 +291,10 @@ def parse_sweep_line(line):
     r["dims"] = int(r.get("dims", "3"))
     if "size" in r:
         r["size"] = int(r["size"])
+    if "rank" in r:
+        r["rank"] = int(r["rank"])
+    if "q" in r:
+        r["q"] = float(r["q"])
     if "sigma_xyz" in r:
         r["sigma_xyz"] = tuple(float(v) for v in r["sigma_xyz"].split(","))
     return r
@@ -350,6 +367,10 @@ def cupyx_sweep_fn(cp, ndi, case):
         return lambda a: ndi.grey_dilation(a, size=size)
     if op.startswith("median"):
         return lambda a: ndi.median_filter(a, size=size)
+    if op == "rank":
+        return lambda a: ndi.rank_filter(a, rank=case["rank"], size=size)
+    if op == "percentile":
+        return lambda a: ndi.percentile_filter(a, percentile=case["q"], size=size)
     return None
 
 

@@ -4,6 +4,7 @@
 //
 // RESULT lines (one per case; bench/cupy_compare.py parses them):
 //   RESULT sweep <case> <dtype> shape=XxYxZ op=<op> dims=<2|3> size=<s>|sigma_xyz=<x,y,z>
+//          [rank=<0-based rank> (rank_filter) | q=<percentile> (percentile_filter)]
 //          ms=<median> GBps=<bytes / ms> xcopy=<ms / copy ms> reps=<n> streams=<n>
 //   RESULT sweep_worst <family> ratio=<worst ms / copy ms> target=<ratio> <meets|misses>
 //          case=<case>/<dtype>/<shape>
@@ -36,7 +37,7 @@
 namespace voxbench {
 namespace {
 
-enum class op_kind { uniform, erosion, dilation, gaussian, median };
+enum class op_kind { uniform, erosion, dilation, gaussian, median, rank, percentile };
 
 // The op families of the summary, with their targets (ratio to copy of the same volume).
 enum family : int {
@@ -49,20 +50,25 @@ enum family : int {
   median3,
   median5,
   gauss_wide,  // sigma over 4 (radius over 16): no copy target in issue 16, only "not slower than cupyx"
+  median_wide,  // median 7: the rank machinery beyond the issue's sizes, no target
+  rank_family,  // rank_filter and percentile_filter: the same machinery, no target
   n_family
 };
-constexpr const char* family_name[n_family] = {"box_3d",        "box_2d",       "minmax_3d",
-                                               "minmax_2d",     "gaussian_f32", "gaussian_int",
-                                               "median_size=3", "median_size=5",
-                                               "gaussian_wide"};
+constexpr const char* family_name[n_family] = {"box_3d",        "box_2d",        "minmax_3d",
+                                               "minmax_2d",     "gaussian_f32",  "gaussian_int",
+                                               "median_size=3", "median_size=5", "gaussian_wide",
+                                               "median_wide",   "rank"};
 constexpr double no_target = 1e30;
-constexpr double family_target[n_family] = {2.0, 2.0, 2.0, 2.0, 2.5, 3.0, 3.0, 25.0, no_target};
+constexpr double family_target[n_family] = {2.0, 2.0,  2.0,       2.0,       2.5,      3.0,
+                                            3.0, 25.0, no_target, no_target, no_target};
 
 struct case_desc {
   op_kind op{op_kind::uniform};
   int dims{3};
   std::size_t size{3};
   vox::sigma3 sigma{1.0};
+  long rank{0};        // rank_filter's 0-based rank
+  double q{0.0};       // percentile_filter's percentile
   std::string name;    // e.g. uniform2d_size=5, gaussian_sigma=x1y1z3
   std::string opname;  // e.g. uniform2d
   std::string param;   // size=5 or sigma_xyz=1,1,3
@@ -118,6 +124,33 @@ std::vector<case_desc> all_cases() {
       c.name = c.opname + "_" + c.param;
       v.push_back(c);
     }
+  // The rank machinery beyond the issue's sizes, as users call it: the median of 7 x 7 x 7, a
+  // rank of 3 x 3 x 3 other than the median (the median has kernels of its own), the 25th
+  // percentile of 5 x 5 x 5. No targets; the sweep's alternative any_radii times the instance
+  // of rank_kernel that takes any radii.
+  {
+    case_desc c;
+    c.op = op_kind::median;
+    c.size = 7;
+    c.opname = "median";
+    c.param = "size=7";
+    c.name = "median_size=7";
+    v.push_back(c);
+    c.op = op_kind::rank;
+    c.size = 3;
+    c.rank = 6;
+    c.opname = "rank";
+    c.param = "size=3 rank=6";
+    c.name = "rank_size=3";
+    v.push_back(c);
+    c.op = op_kind::percentile;
+    c.size = 5;
+    c.q = 25.0;
+    c.opname = "percentile";
+    c.param = "size=5 q=25";
+    c.name = "percentile_size=5";
+    v.push_back(c);
+  }
   return v;
 }
 
@@ -128,6 +161,7 @@ bool op_selected(const case_desc& c, const std::vector<std::string>& tokens) {
     if (t == "minmax" && (c.op == op_kind::erosion || c.op == op_kind::dilation)) return true;
     if (t == "3d" && c.dims == 3) return true;
     if (t == "2d" && c.dims == 2) return true;
+    if (t == "rank" && (c.op == op_kind::rank || c.op == op_kind::percentile)) return true;
   }
   return false;
 }
@@ -143,7 +177,10 @@ int family_of(const case_desc& c, bool is_float) {
       if (std::max({c.sigma.x, c.sigma.y, c.sigma.z}) > 4.0) return gauss_wide;
       return is_float ? gauss_f32 : gauss_int;
     case op_kind::median:
-      return c.size == 3 ? median3 : median5;
+      return c.size == 3 ? median3 : c.size == 5 ? median5 : median_wide;
+    case op_kind::rank:
+    case op_kind::percentile:
+      return rank_family;
   }
   return box3;
 }
@@ -264,6 +301,12 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       case op_kind::median:
         run = [&, fo](int i) { vox::median(set, input(i), out, c.size, fo); };
         break;
+      case op_kind::rank:
+        run = [&, fo, fs](int i) { vox::rank_filter(set, input(i), out, c.rank, fs, fo); };
+        break;
+      case op_kind::percentile:
+        run = [&, fo, fs](int i) { vox::percentile_filter(set, input(i), out, c.q, fs, fo); };
+        break;
     }
     const measured m = time_case(t, o, run);
     const double gbps = bytes / (m.ms * 1e6);
@@ -299,6 +342,9 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    column a value (int_values), or on the voxel type (voxel_values); default: two columns
     //    in the 16-bit lanes of a word; the lanes kernel at two blocks an SM (two_blocks;
     //    default: three);
+    //  - the rank machinery in 3D (median 5 and 7, rank_filter, percentile_filter): the
+    //    instance of rank_kernel taking any radii (any_radii; default: the one compiled for the
+    //    window's square x-y radius 1 to 3);
     //  - the 3x3 median per slice: the network per voxel, nine loads each (per_voxel; default:
     //    tiles of sorted y-triples, two outputs a thread); the 5x5 median per slice: the rank
     //    kernel (rank_kernel; default: tiles of sorted y-columns and the 118-op network);
@@ -351,7 +397,9 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::median2d_net, false, "rank_kernel"});
     if (c.op == op_kind::median && c.size == 5 && c.dims == 2 && sizeof(T) >= 4)
       alts.push_back({&filt::median2d_pair_net, false, "pair_apart"});
-    if (c.op == op_kind::median && c.size == 5 && c.dims == 3)
+    if (((c.op == op_kind::median && c.size >= 5) || c.op == op_kind::rank ||
+         c.op == op_kind::percentile) &&
+        c.dims == 3)
       alts.push_back({&filt::rank_fixed_radii, false, "any_radii"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
       alts.push_back({&filt::median3_lanes, false, "int_values"});

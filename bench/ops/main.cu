@@ -14,8 +14,9 @@
 //   --sweep-shapes  volumes, x by y by z ("512^3" is 512x512x512); default 512x512x300,512^3
 //   --sweep-types   u8, u16, f32 (or uint8, uint16, float); default all three
 //   --sweep-ops     case names (uniform_size=3, gaussian_sigma=x1y1z3 ...), op names (uniform,
-//                   uniform2d, erosion, erosion2d, dilation, dilation2d, gaussian, median, median2d) or
-//                   groups (box, minmax, 3d, 2d, all), separated by '+' or ','; --sweep-list
+//                   uniform2d, erosion, erosion2d, dilation, dilation2d, gaussian, median, median2d,
+//                   rank, percentile) or groups (box, minmax, rank: rank and percentile, 3d, 2d,
+//                   all), separated by '+' or ','; --sweep-list
 //                   prints the case names
 //   --sweep-cap-ms  timed milliseconds per slow case (default 1000): after 1 warm-up, a probe run;
 //                   a case whose probe took over 20 ms is timed max(5, min(reps, cap / probe))

@@ -420,8 +420,8 @@ __global__ void __launch_bounds__(rk_threads<C>)
 
 /// The instance of rank_kernel for x and y radii rx, ry: square windows of radius 1 to 3 in x
 /// and y (sizes 3, 5, 7: the common ones) have their own, compiled for their radii; the rest
-/// (and all, with the switch rank_fixed_radii off) share the one that takes them at run time. (Radius 1 needs no 16-bit counters: 3 x 3 x 15
-/// voxels at most.)
+/// (and all, with the switch rank_fixed_radii off) share the one that takes them at run time.
+/// (Radius 1 needs no 16-bit counters: 3 x 3 x 15 voxels at most.)
 template <class T, class C>
 auto rank_kernel_for(int rx, int ry) -> void (*)(const T*, T*, rank_geom, border, T) {
   if (rx == ry && rank_fixed_radii.load(std::memory_order_relaxed)) {
