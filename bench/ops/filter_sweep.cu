@@ -128,29 +128,23 @@ std::vector<case_desc> all_cases() {
   // rank of 3 x 3 x 3 other than the median (the median has kernels of its own), the 25th
   // percentile of 5 x 5 x 5. No targets; the sweep's alternative any_radii times the instance
   // of rank_kernel that takes any radii.
-  {
+  const auto rank_case = [&v](op_kind op, const char* opname, std::size_t size, long rank,
+                              double q) {
     case_desc c;
-    c.op = op_kind::median;
-    c.size = 7;
-    c.opname = "median";
-    c.param = "size=7";
-    c.name = "median_size=7";
+    c.op = op;
+    c.size = size;
+    c.rank = rank;
+    c.q = q;
+    c.opname = opname;
+    c.param = "size=" + std::to_string(size);
+    if (op == op_kind::rank) c.param += " rank=" + std::to_string(rank);
+    if (op == op_kind::percentile) c.param += " q=" + num(q);
+    c.name = c.opname + "_size=" + std::to_string(size);
     v.push_back(c);
-    c.op = op_kind::rank;
-    c.size = 3;
-    c.rank = 6;
-    c.opname = "rank";
-    c.param = "size=3 rank=6";
-    c.name = "rank_size=3";
-    v.push_back(c);
-    c.op = op_kind::percentile;
-    c.size = 5;
-    c.q = 25.0;
-    c.opname = "percentile";
-    c.param = "size=5 q=25";
-    c.name = "percentile_size=5";
-    v.push_back(c);
-  }
+  };
+  rank_case(op_kind::median, "median", 7, 0, 0.0);
+  rank_case(op_kind::rank, "rank", 3, 6, 0.0);
+  rank_case(op_kind::percentile, "percentile", 5, 0, 25.0);
   return v;
 }
 
