@@ -84,15 +84,6 @@ __device__ __forceinline__ unsigned rk_zero_bytes(unsigned x, unsigned m) {
   return ~(((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x) & m;
 }
 
-/// The x and y radii a rank_kernel instance is compiled for: RX, RY > 0 fixed (the window's
-/// loops unroll and its shared-memory offsets become constants), 0 the launch's own.
-template <int RX, int RY>
-struct rk_shape {
-  static_assert(RX >= 0 && RX <= rk_max_r && RY >= 0 && RY <= rk_max_r, "radius past the kernel's");
-  __device__ static int rx(const rank_geom& b) { return RX > 0 ? RX : b.rx; }
-  __device__ static int ry(const rank_geom& b) { return RY > 0 ? RY : b.ry; }
-};
-
 /// The key arithmetic of the order-preserving bin map (double for 8-byte and int32 voxels).
 template <class T>
 using rank_key_t = std::conditional_t<(sizeof(T) >= 4 && !std::is_same_v<T, float>), double, float>;
@@ -103,29 +94,41 @@ using rank_key_t = std::conditional_t<(sizeof(T) >= 4 && !std::is_same_v<T, floa
 template <class T>
 inline constexpr bool rk_selects = !std::is_same_v<T, std::uint8_t>;
 
+/// Byte offsets in a block's dynamic shared memory for kz planes of pp (padded) elements: the
+/// histograms at 0 ([rk_bins / BPW][NT] words); with rk_selects the members of the rank's bin
+/// ([rk_cap][NT] voxels, at `mem`) and the window's planes of voxels ([kz][pp], at `raw`); the
+/// planes' update codes ([kz][pp] uint16, at `code`, 16-byte aligned); with rk_selects their bins
+/// ([kz][pp] bytes, at `bins`: whole words, pp being a multiple of 4). `bytes`: the total. The
+/// kernel's pointers and the launch's size both come from it.
+struct rank_layout {
+  long long mem, raw, code, bins, bytes;
+};
+template <class T, class C>
+__host__ __device__ constexpr rank_layout rank_layout_of(long long pp, long long kz) {
+  constexpr long long nt = rk_threads<C>;
+  constexpr bool sel = rk_selects<T>;
+  const long long mem = rk_bins * nt * static_cast<long long>(sizeof(C));
+  const long long raw = mem + (sel ? rk_cap * nt * static_cast<long long>(sizeof(T)) : 0);
+  const long long code =
+      (raw + (sel ? kz * pp * static_cast<long long>(sizeof(T)) : 0) + 15) / 16 * 16;
+  const long long bins = code + kz * pp * 2;
+  return {mem, raw, code, bins, bins + (sel ? kz * pp : 0)};
+}
+
 template <class T, class C>
 std::size_t rank_shared_bytes(const rank_geom& b) {
-  const std::size_t nt = rk_threads<C>;
-  const std::size_t plane = static_cast<std::size_t>(rk_pitch(b.rx)) *
-                            static_cast<std::size_t>(rk_ty<C> + 2 * b.ry);
-  const std::size_t k = static_cast<std::size_t>(2 * b.rz + 1);
-  std::size_t bytes = rk_bins * nt * sizeof(C);  // histograms (packed words)
-  if (rk_selects<T>) {
-    bytes += rk_cap * nt * sizeof(T);  // members of the rank's bin
-    bytes += k * plane * sizeof(T);    // the window's planes
-  }
-  bytes = (bytes + 15) / 16 * 16;
-  bytes += k * plane * sizeof(std::uint16_t);  // their update codes
-  if (rk_selects<T>) bytes += k * plane;       // their bins
-  return bytes;
+  const int pp = rk_pitch(b.rx) * (rk_ty<C> + 2 * b.ry);
+  return static_cast<std::size_t>(rank_layout_of<T, C>(pp, 2 * b.rz + 1).bytes);
 }
 
 template <class T, class C, int RX, int RY>
 __global__ void __launch_bounds__(rk_threads<C>)
     rank_kernel(const T* __restrict__ in, T* __restrict__ out, rank_geom b, border mode, T cval) {
   constexpr int NT = rk_threads<C>, TY = rk_ty<C>, NPRE = rk_pre<C>;
-  using shape = rk_shape<RX, RY>;
-  const int rx = shape::rx(b), ry = shape::ry(b);
+  // RX, RY > 0: the x and y radii this instance is compiled for (the window's loops unroll and
+  // its shared-memory offsets are constants); 0: the launch's own.
+  static_assert(RX >= 0 && RX <= rk_max_r && RY >= 0 && RY <= rk_max_r, "radius past the kernel's");
+  const int rx = RX > 0 ? RX : b.rx, ry = RY > 0 ? RY : b.ry;
   using K = rank_key_t<T>;
   extern __shared__ __align__(16) unsigned char rk_dyn[];
   const march_geom& g = b.g;
@@ -141,19 +144,19 @@ __global__ void __launch_bounds__(rk_threads<C>)
   constexpr unsigned WORD_BYTES = 4u * NT;  // a word of bins: one per thread
   static_assert(WORD_BYTES >= 32 && (rk_bins / BPW - 1) * WORD_BYTES < 65536u,
                 "update codes: the bit position under the word offset, both in 16 bits");
-  unsigned* hist = reinterpret_cast<unsigned*>(rk_dyn);   // [rk_bins / BPW][NT]
-  constexpr bool SEL = rk_selects<T>;                     // mem, raw and bk exist
-  T* mem = reinterpret_cast<T*>(hist + rk_bins / BPW * NT);  // [rk_cap][NT]
-  T* raw = mem + (SEL ? rk_cap * NT : 0);                    // [kz][hy][hp]
+  constexpr bool SEL = rk_selects<T>;  // mem, raw and bk exist
+  const rank_layout lay = rank_layout_of<T, C>(pp, kz);
+  unsigned* hist = reinterpret_cast<unsigned*>(rk_dyn);  // [rk_bins / BPW][NT]
+  T* mem = reinterpret_cast<T*>(rk_dyn + lay.mem);       // [rk_cap][NT]
+  T* raw = reinterpret_cast<T*>(rk_dyn + lay.raw);       // [kz][hy][hp]
   // Each voxel's update code: its counter's word as a byte offset in the histograms (thread 0's
   // column) and the counter's bit position, apart: (bin / BPW) 4 NT | (bin % BPW) BITS. The
   // offset's low bits (under 4 NT, a multiple of 32) take the thread's 4 t, and a funnel shift
   // uses the position (the code's low 5 bits): an update is LDS.U16, LOP3, SHF.L.W and ATOMS in
   // the SASS (sm_90), where from the bin it took a byte load, 6 integer instructions and ATOMS.
   // 2 bytes a voxel of the planes more: 2.4 KiB a block for 5 x 5 x 5 windows.
-  std::uint16_t* code = reinterpret_cast<std::uint16_t*>(
-      rk_dyn +
-      (((reinterpret_cast<unsigned char*>(raw + (SEL ? kz * pp : 0)) - rk_dyn) + 15) / 16 * 16));
+  std::uint16_t* code = reinterpret_cast<std::uint16_t*>(rk_dyn + lay.code);  // [kz][hy][hp]
+  // At lay.bins, reached from `code`: rk_dyn + lay.bins took more registers in 13 instances.
   unsigned char* bk = reinterpret_cast<unsigned char*>(code + kz * pp);
   const unsigned* bkw = reinterpret_cast<const unsigned*>(bk);  // the bins as words
   // Where this thread's share of a plane (elements t + NT q of hx x hy) lies in the padded one.
