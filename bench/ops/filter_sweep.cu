@@ -125,13 +125,15 @@ std::vector<case_desc> all_cases() {
       v.push_back(c);
     }
   // The rank machinery beyond the issue's sizes, as users call it: the median of 7 x 7 x 7, a
-  // rank of 3 x 3 x 3 other than the median (the median has kernels of its own), the 25th
+  // rank of 3 x 3 x 3 other than the median and one of 3 x 3 per slice (the median's networks
+  // in their form for any rank; alternative rank_kernel: the rank machinery), the 25th
   // percentile of 5 x 5 x 5. No targets; the sweep's alternative any_radii times the instance
   // of rank_kernel that takes any radii.
-  const auto rank_case = [&v](op_kind op, const char* opname, std::size_t size, long rank,
-                              double q) {
+  const auto rank_case = [&v](op_kind op, const char* opname, std::size_t size, long rank, double q,
+                              int dims = 3) {
     case_desc c;
     c.op = op;
+    c.dims = dims;
     c.size = size;
     c.rank = rank;
     c.q = q;
@@ -144,6 +146,7 @@ std::vector<case_desc> all_cases() {
   };
   rank_case(op_kind::median, "median", 7, 0, 0.0);
   rank_case(op_kind::rank, "rank", 3, 6, 0.0);
+  rank_case(op_kind::rank, "rank2d", 3, 2, 0.0, 2);
   rank_case(op_kind::percentile, "percentile", 5, 0, 25.0);
   return v;
 }
@@ -395,6 +398,8 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
          c.op == op_kind::percentile) &&
         c.dims == 3)
       alts.push_back({&filt::rank_fixed_radii, false, "any_radii"});
+    if ((c.op == op_kind::rank || c.op == op_kind::percentile) && c.size == 3)
+      alts.push_back({&filt::rank3_nets, false, "rank_kernel"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
       alts.push_back({&filt::median3_lanes, false, "int_values"});
       alts.push_back(

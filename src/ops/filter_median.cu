@@ -24,7 +24,8 @@
 
 namespace vox::detail::filt {
 
-/// Median over a window of S^3 (S^2 per slice) voxels, one voxel per call.
+/// The rank-th smallest (0-based; the median: rank = N / 2) over a window of N = S^3 (S^2 per
+/// slice) voxels, one voxel per call.
 template <class T, int S, bool D3>
 struct median_fn {
   const T* in;
@@ -32,6 +33,7 @@ struct median_fn {
   idx_t nx, ny, nz;
   border mode;
   T cval;
+  int rank;
 
   VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
     constexpr int R = S / 2;
@@ -52,11 +54,11 @@ struct median_fn {
     }
     T r;
     if constexpr (N == 9) {
-      r = median9(v);
+      r = rank == N / 2 ? median9(v) : rank9(v, rank);
     } else if constexpr (N == 27) {
-      r = median27(v);
+      r = rank == N / 2 ? median27(v) : rank27(v, rank);
     } else {
-      r = select_kth(v, N, N / 2);
+      r = select_kth(v, N, rank);
     }
     out[(z * ny + y) * nx + x] = r;
   }
@@ -73,7 +75,8 @@ VOX_HD inline void store_pair(T* o, pair_lanes<T> r, bool second) {
 /// The 3x3x3 median of 8- and 16-bit voxels, two neighbouring outputs a call (x = 2 ux and
 /// x + 1) in the two 16-bit lanes of a word (lanes16.hpp): each window row's voxels x - 1 .. x + 2
 /// make a left word (x - 1, x) and a right word (x + 1, x + 2), and their middle (x, x + 1) is
-/// lanes_mid of the two; median27's networks then run once for both outputs. The CUDA kernel
+/// lanes_mid of the two; median27's networks (rank27's for a rank other than the median) then
+/// run once for both outputs. The CUDA kernel
 /// median3p_kernel builds its windows the same way from sorted y-triples; the host backend runs
 /// this, so the lanes and their shifts are tested without a GPU.
 template <class T>
@@ -83,6 +86,7 @@ struct median3_lanes_fn {
   idx_t nx, ny, nz;
   border mode;
   T cval;
+  int rank;  ///< 0-based, 0..26; the median 13
 
   VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
     using L = lanes_of<T>;
@@ -105,7 +109,8 @@ struct median3_lanes_fn {
         w[2] = right;
       }
     }
-    store_pair<T>(out + (z * ny + y) * nx + x, median27(v), x + 1 < nx);
+    store_pair<T>(out + (z * ny + y) * nx + x, rank == 13 ? median27(v) : rank27(v, rank),
+                  x + 1 < nx);
   }
 };
 
@@ -279,11 +284,11 @@ __global__ void __launch_bounds__(st_threads, 2)
       if (z + 2 < ze) fetch(z + 3, z + 4, pf);  // in flight during the merges below
       window(0, next);                          // plane z + 1
       merge_9x9_mid(mid, next, m);              // planes z, z + 1: shared by outputs z, z + 1
-      if (store) out[z * slice + col] = kth14(m, below);
+      if (store) out[z * slice + col] = kth_of_ranks(m, below);
 #pragma unroll
       for (int k = 0; k < 9; ++k) below[k] = next[k];
       window(1, next);  // plane z + 2
-      if (store && z + 1 < ze) out[(z + 1) * slice + col] = kth14(m, next);
+      if (store && z + 1 < ze) out[(z + 1) * slice + col] = kth_of_ranks(m, next);
 #pragma unroll
       for (int k = 0; k < 9; ++k) mid[k] = next[k];
     }
@@ -366,11 +371,14 @@ struct mw_loads {
 
 // V: the type of the values in registers and of the sorted y-triples in shared memory: T, or for
 // 8- and 16-bit voxels int (median3_int_values), whose min and max need no byte packing and
-// unpacking (PRMT) around every pair of the network's values.
-template <class T, class V = T>
+// unpacking (PRMT) around every pair of the network's values. Any: a rank other than the
+// median, `rank` (0..26; switch rank3_nets): the two planes that outputs share are merged
+// whole (merge_9x9, 60 ops a column against merge_9x9_mid's 48), and ranks_around takes the ten
+// ranks that kth_of_ranks needs.
+template <class T, class V = T, bool Any = false>
 __global__ void __launch_bounds__(mw_threads, 2)
     median3w_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
-                    T cval) {
+                    T cval, int rank) {
   __shared__ alignas(16) T sp[2][mw_hy][mw_hx];     // two raw planes with their xy halo
   __shared__ alignas(16) V sc[2][3][mw_ty][mw_hx];  // their sorted y-triples
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
@@ -442,11 +450,19 @@ __global__ void __launch_bounds__(mw_threads, 2)
       sort(pf);                           // planes z + 1, z + 2
       if (z + 2 < ze) fetch(z + 3, pf);  // in flight during the merges below
       windows(0, n0, n1);                 // plane z + 1
-      merge_9x9_mid(m0, n0, r0);          // planes z, z + 1: shared by outputs z, z + 1
-      merge_9x9_mid(m1, n1, r1);
+      if constexpr (Any) {                // planes z, z + 1: shared by outputs z, z + 1
+        V s18[18];
+        merge_9x9(m0, n0, s18);
+        ranks_around(s18, rank, r0);
+        merge_9x9(m1, n1, s18);
+        ranks_around(s18, rank, r1);
+      } else {
+        merge_9x9_mid(m0, n0, r0);
+        merge_9x9_mid(m1, n1, r1);
+      }
       T* o = out + z * slice + col;
-      if (st0) o[0] = static_cast<T>(kth14(r0, b0));
-      if (st1) o[1] = static_cast<T>(kth14(r1, b1));
+      if (st0) o[0] = static_cast<T>(kth_of_ranks(r0, b0));
+      if (st1) o[1] = static_cast<T>(kth_of_ranks(r1, b1));
 #pragma unroll
       for (int k = 0; k < 9; ++k) {
         b0[k] = n0[k];
@@ -455,8 +471,8 @@ __global__ void __launch_bounds__(mw_threads, 2)
       windows(1, n0, n1);  // plane z + 2
       if (z + 1 < ze) {
         o += slice;
-        if (st0) o[0] = static_cast<T>(kth14(r0, n0));
-        if (st1) o[1] = static_cast<T>(kth14(r1, n1));
+        if (st0) o[0] = static_cast<T>(kth_of_ranks(r0, n0));
+        if (st1) o[1] = static_cast<T>(kth_of_ranks(r1, n1));
       }
 #pragma unroll
       for (int k = 0; k < 9; ++k) {
@@ -474,11 +490,12 @@ __global__ void __launch_bounds__(mw_threads, 2)
 // that two outputs share and 18 for each pair of outputs, in half the registers. The sorted
 // y-triples are words of two halo columns; a thread's window is its word (left: x - 1, x), the
 // next (right: x + 1, x + 2) and their middle, one funnel shift. MinBlocks: blocks per SM that
-// __launch_bounds__ asks for (median3_three_blocks: 3, else 2).
-template <class T, int MinBlocks>
+// __launch_bounds__ asks for (median3_three_blocks: 3, else 2). Any: a rank other than the
+// median, `rank` (as median3w_kernel's).
+template <class T, int MinBlocks, bool Any = false>
 __global__ void __launch_bounds__(mw_threads, MinBlocks)
     median3p_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
-                    T cval) {
+                    T cval, int rank) {
   static_assert(has_lanes16<T>, "8- and 16-bit voxels: other types have no 16-bit lanes");
   using L = lanes_of<T>;
   constexpr int mw_words = mw_hx / 2;            // words of a halo row: 32 and warp 0's extra one
@@ -559,13 +576,19 @@ __global__ void __launch_bounds__(mw_threads, MinBlocks)
       sort(pf);                          // planes z + 1, z + 2
       if (z + 2 < ze) fetch(z + 3, pf);  // in flight during the merges below
       window(0, next);                   // plane z + 1
-      merge_9x9_mid(mid, next, m);       // planes z, z + 1: shared by outputs z, z + 1
+      if constexpr (Any) {               // planes z, z + 1: shared by outputs z, z + 1
+        L s18[18];
+        merge_9x9(mid, next, s18);
+        ranks_around(s18, rank, m);
+      } else {
+        merge_9x9_mid(mid, next, m);
+      }
       T* o = out + z * slice + col;
-      store(o, kth14(m, below), st0, st1);
+      store(o, kth_of_ranks(m, below), st0, st1);
 #pragma unroll
       for (int k = 0; k < 9; ++k) below[k] = next[k];
       window(1, next);  // plane z + 2
-      if (z + 1 < ze) store(o + slice, kth14(m, next), st0, st1);
+      if (z + 1 < ze) store(o + slice, kth_of_ranks(m, next), st0, st1);
 #pragma unroll
       for (int k = 0; k < 9; ++k) mid[k] = next[k];
     }
@@ -581,12 +604,15 @@ __global__ void __launch_bounds__(mw_threads, MinBlocks)
 //  - R = 1: med3(max of the three columns' minima, med3 of their middles, min of their maxima),
 //    12 min or max;
 //  - R = 2: median25_of_sorted_columns (median_network5.cuh), 118 min or max.
-// The next slice's loads are in flight meanwhile.
-template <class T, int R>
+// The next slice's loads are in flight meanwhile. Any (R = 1): a rank other than the median,
+// `rank` (0..8; switch rank3_nets): the three sorted columns merged whole (merge_3x3, 36 ops a
+// pair), then the rank's value.
+template <class T, int R, bool Any = false>
 __global__ void __launch_bounds__(mw_threads)
     median2d_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
-                    T cval, bool pair_net) {
+                    T cval, bool pair_net, int rank) {
   static_assert(R == 1 || R == 2, "the 3x3 and 5x5 windows");
+  static_assert(R == 1 || !Any, "ranks other than the median: 3x3 windows");
   using L = pair_lanes<T>;
   constexpr int K = 2 * R + 1;
   constexpr int hx = mw_ox + 2 * R, hy = mw_ty + 2 * R;  // the haloed tile
@@ -659,8 +685,14 @@ __global__ void __launch_bounds__(mw_threads)
           c[k] = sc[k][ty][tx + 1];
           b[k] = lanes_mid(a[k], c[k]);
         }
-        r = med3(vmax(vmax(a[0], b[0]), c[0]), med3(a[1], b[1], c[1]),
-                 vmin(vmin(a[2], b[2]), c[2]));
+        if constexpr (Any) {
+          L w[9];
+          merge_3x3(a, b, c, w);
+          r = pick_rank9(w, rank);
+        } else {
+          r = med3(vmax(vmax(a[0], b[0]), c[0]), med3(a[1], b[1], c[1]),
+                   vmin(vmin(a[2], b[2]), c[2]));
+        }
       } else {
         L c[5][5];  // c[j][k]: column j of the pair's windows (lanes: x - 2 + j, x - 1 + j)
 #pragma unroll
@@ -686,10 +718,11 @@ __global__ void __launch_bounds__(mw_threads)
   });
 }
 
-/// Enqueues the (2 R + 1)^2 median of every slice (median2d_kernel).
+/// Enqueues the (2 R + 1)^2 median of every slice (median2d_kernel), or for R = 1 its `rank`
+/// (0..8) if not the median.
 template <class T, int R>
 void run_median2d(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
-                  border mode, T cval) {
+                  border mode, T cval, int rank) {
   const extent3 e = in.extent();
   const T* src = in.data();
   T* dst = out.data();
@@ -699,9 +732,17 @@ void run_median2d(stream_set& streams, const char* op, const volume<T>& in, volu
                [&](stream_view s, const slab& w) {
                  const march_geom g = make_march(e, w, mw_ox, mw_ty, 4);
                  const dim3u gr = march_grid(g);
+                 const dim3 grid(gr.x, gr.y, gr.z), block(mw_tx, mw_ty, 1);
+                 if constexpr (R == 1) {
+                   if (rank != 4) {
+                     median2d_kernel<T, R, true>
+                         <<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval, pair_net, rank);
+                     detail::check_launch(op);
+                     return;
+                   }
+                 }
                  median2d_kernel<T, R>
-                     <<<dim3(gr.x, gr.y, gr.z), dim3(mw_tx, mw_ty, 1), 0, s.value()>>>(
-                         src, dst, g, mode, cval, pair_net);
+                     <<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval, pair_net, rank);
                  detail::check_launch(op);
                });
 }
@@ -716,9 +757,11 @@ inline idx_t median3_depth(const extent3& e, idx_t tile_x, idx_t tile_y) {
   return tiles >= 256 ? 64 : 16;
 }
 
+/// Enqueues the 3x3x3 median, or its `rank` (0..26) if not the median (median3w_kernel,
+/// median3p_kernel; 8-byte voxels: the median only, median3_kernel).
 template <class T>
 void run_median3(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
-                 border mode, T cval) {
+                 border mode, T cval, int rank) {
   const extent3 e = in.extent();
   const T* src = in.data();
   T* dst = out.data();
@@ -733,23 +776,26 @@ void run_median3(stream_set& streams, const char* op, const volume<T>& in, volum
                    const march_geom g = make_march(e, w, mw_ox, mw_ty, deep);
                    const dim3u gr = march_grid(g);
                    const dim3 grid(gr.x, gr.y, gr.z), block(mw_tx, mw_ty, 1);
+                   const bool any = rank != 13;
                    if constexpr (sizeof(T) <= 2) {
                      if (median3_lanes.load(std::memory_order_relaxed)) {
-                       auto* k = median3_three_blocks.load(std::memory_order_relaxed)
-                                     ? median3p_kernel<T, 3>
-                                     : median3p_kernel<T, 2>;
-                       k<<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
+                       const bool three = median3_three_blocks.load(std::memory_order_relaxed);
+                       auto* k = any     ? median3p_kernel<T, 2, true>
+                                 : three ? median3p_kernel<T, 3>
+                                         : median3p_kernel<T, 2>;
+                       k<<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval, rank);
                        detail::check_launch(op);
                        return;
                      }
                      if (median3_int_values.load(std::memory_order_relaxed)) {
-                       median3w_kernel<T, int>
-                           <<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
+                       auto* k = any ? median3w_kernel<T, int, true> : median3w_kernel<T, int>;
+                       k<<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval, rank);
                        detail::check_launch(op);
                        return;
                      }
                    }
-                   median3w_kernel<T><<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval);
+                   auto* k = any ? median3w_kernel<T, T, true> : median3w_kernel<T>;
+                   k<<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval, rank);
                  } else {
                    const march_geom g = make_march(e, w, st_tx, st_ty, deep);
                    const dim3u gr = march_grid(g);
@@ -761,9 +807,10 @@ void run_median3(stream_set& streams, const char* op, const volume<T>& in, volum
 }
 #endif
 
+/// The rank-th smallest (0-based) of every S^3 (D3) or S^2 window, one voxel per thread.
 template <class T, int S, bool D3>
 void run_median_voxels(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
-                       border mode, T cval) {
+                       border mode, T cval, int rank) {
   const extent3 e = in.extent();
   const median_fn<T, S, D3> f{in.data(),
                               out.data(),
@@ -771,17 +818,18 @@ void run_median_voxels(stream_set& streams, const char* op, const volume<T>& in,
                               static_cast<idx_t>(e.y),
                               static_cast<idx_t>(e.z),
                               mode,
-                              cval};
+                              cval,
+                              rank};
   exec::run_op(streams, op, {read_z(in, D3 ? S / 2 : 0, mode), vox::write(out)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, e, w, op); });
 }
 
 #if !VOX_BACKEND_CUDA
-/// The 3x3x3 median of 8- and 16-bit voxels through median3_lanes_fn: two outputs a call (the
-/// host backend's path; median3p_kernel on the CUDA backend).
+/// The 3x3x3 median (or its `rank`, 0..26) of 8- and 16-bit voxels through median3_lanes_fn:
+/// two outputs a call (the host backend's path; median3p_kernel on the CUDA backend).
 template <class T>
 void run_median3_lanes(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
-                       border mode, T cval) {
+                       border mode, T cval, int rank) {
   const extent3 e = in.extent();
   const median3_lanes_fn<T> f{in.data(),
                               out.data(),
@@ -789,7 +837,8 @@ void run_median3_lanes(stream_set& streams, const char* op, const volume<T>& in,
                               static_cast<idx_t>(e.y),
                               static_cast<idx_t>(e.z),
                               mode,
-                              cval};
+                              cval,
+                              rank};
   const extent3 pairs{(e.x + 1) / 2, e.y, e.z};
   exec::run_op(streams, op, {read_z(in, 1, mode), vox::write(out)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, pairs, w, op); });
@@ -842,7 +891,8 @@ struct rank_fn {
 
 /// The rank filter of 0-based rank `rank` in [0, window) over the box of radii r, after the
 /// arguments were checked: erosion and dilation for the extreme ranks (as scipy), the median
-/// kernels and networks for 3x3(x3) medians, the rank machinery else.
+/// kernels and networks for 3x3(x3) windows (the median's own, or with rank3_nets their forms
+/// for any rank; on CUDA 8-byte voxels only for the 3x3x3 median), the rank machinery else.
 template <class T>
 void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out, radii r,
                long rank, const filter_options& o) {
@@ -861,25 +911,30 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
   }
   const T cval = to_voxel<T>(o.cval);
   const bool mid = rank == window / 2;
-  const bool cube3 = mid && r.x == 1 && r.y == 1 && r.z == 1;
-  // The median of a square window per slice (2D, or a 3D window of depth 1): its radius, 1 or 2;
-  // 0 for any other window.
-  const idx_t flat = mid && r.z == 0 && r.x == r.y && (r.x == 1 || r.x == 2) ? r.x : 0;
+  // 3x3(x3) windows at a rank other than the median by the median's networks (rank3_nets).
+  const bool nets = mid || rank3_nets.load(std::memory_order_relaxed);
+  const int k = static_cast<int>(rank);
+  const bool cube3 = nets && r.x == 1 && r.y == 1 && r.z == 1;
+  // A square window per slice (2D, or a 3D window of depth 1): its radius, 1 (any rank under
+  // nets) or 2 (the median); 0 for any other window.
+  const idx_t flat = r.z == 0 && r.x == r.y && ((r.x == 1 && nets) || (r.x == 2 && mid)) ? r.x : 0;
   const bool net2d = median2d_net.load(std::memory_order_relaxed);
 #if VOX_BACKEND_CUDA
-  if (cube3) {
-    run_median3<T>(streams, op, in, out, o.mode, cval);
+  if (cube3 && (mid || sizeof(T) <= 4)) {
+    run_median3<T>(streams, op, in, out, o.mode, cval, k);
     return;
   }
   if (flat == 1 && net2d) {
-    run_median2d<T, 1>(streams, op, in, out, o.mode, cval);
+    run_median2d<T, 1>(streams, op, in, out, o.mode, cval, k);
     return;
   }
   if (flat == 2 && net2d) {
-    run_median2d<T, 2>(streams, op, in, out, o.mode, cval);
+    run_median2d<T, 2>(streams, op, in, out, o.mode, cval, k);
     return;
   }
-  if (flat != 1 && run_rank_kernel<T>(streams, op, in, out, r, o.dims, rank, o.mode, cval)) return;
+  if ((flat != 1 || !mid) &&
+      run_rank_kernel<T>(streams, op, in, out, r, o.dims, rank, o.mode, cval))
+    return;
 #else
   if (flat == 2 && net2d) {
     run_median25<T>(streams, op, in, out, o.mode, cval);
@@ -887,17 +942,17 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
   }
   if constexpr (has_lanes16<T>) {
     if (cube3 && median3_lanes.load(std::memory_order_relaxed)) {
-      run_median3_lanes<T>(streams, op, in, out, o.mode, cval);
+      run_median3_lanes<T>(streams, op, in, out, o.mode, cval, k);
       return;
     }
   }
 #endif
   if (cube3) {
-    run_median_voxels<T, 3, true>(streams, op, in, out, o.mode, cval);
+    run_median_voxels<T, 3, true>(streams, op, in, out, o.mode, cval, k);
     return;
   }
   if (flat == 1) {
-    run_median_voxels<T, 3, false>(streams, op, in, out, o.mode, cval);
+    run_median_voxels<T, 3, false>(streams, op, in, out, o.mode, cval, k);
     return;
   }
 #if VOX_BACKEND_CUDA

@@ -31,7 +31,7 @@
 #include "../../src/memory/detail/counters.hpp"
 #include "../../src/ops/detail/filter_paths.hpp"
 #include "../../src/ops/detail/lanes16.hpp"
-#include "../../src/ops/detail/median_network5.cuh"
+#include "../../src/ops/detail/median_network.cuh"
 #include "../../src/ops/detail/van_herk.hpp"
 #include "../common/border_ref.hpp"
 #include "../common/compare.hpp"
@@ -1031,6 +1031,93 @@ TEST(MedianNetworks, Sort5OnEveryZeroOneInput) {
     filt::sort5(v);
     const int ones = __builtin_popcount(m);
     for (int i = 0; i < 5; ++i) EXPECT_EQ(v[i].v, i >= 5 - ones ? 1u : 0u) << m << " " << i;
+  }
+}
+
+// merge_9x9 (median_network5.cuh, generated) on every pair of sorted 0-1 lists of nine (the 0-1
+// principle for merging networks).
+TEST(MedianNetworks, Merge9x9OnEverySortedZeroOnePair) {
+  for (int a = 0; a <= 9; ++a) {
+    for (int b = 0; b <= 9; ++b) {
+      bits64 p[9], q[9], out[18];
+      for (int i = 0; i < 9; ++i) {
+        p[i] = {i >= 9 - a ? 1u : 0u};
+        q[i] = {i >= 9 - b ? 1u : 0u};
+      }
+      vox::detail::filt::merge_9x9(p, q, out);
+      for (int i = 0; i < 18; ++i)
+        EXPECT_EQ(out[i].v, i >= 18 - a - b ? 1u : 0u) << a << " " << b << " " << i;
+    }
+  }
+}
+
+// rank27 and rank9 (median_network.cuh: the 3x3(x3) rank filters' networks, both backends) at
+// every rank against a sort of the window: ints with many ties and the type's extremes (the
+// sentinels of ranks_around are the extremes themselves), floats with infinities, and two
+// voxels at once in 16-bit lanes (unsigned, signed) and in pairs of floats.
+TEST(MedianNetworks, Rank27AndRank9AtEveryRank) {
+  namespace filt = vox::detail::filt;
+  std::mt19937 rng(31);
+  const auto sorted_copy = [](auto v) {
+    std::sort(std::begin(v), std::end(v));
+    return v;
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    int vi[27];
+    float vf[27];
+    std::uint16_t u0[27], u1[27];
+    std::int16_t s0[27], s1[27];
+    for (int i = 0; i < 27; ++i) {
+      const unsigned r = rng();
+      vi[i] = r % 7 == 0   ? std::numeric_limits<int>::max()
+              : r % 7 == 1 ? std::numeric_limits<int>::lowest()
+                           : static_cast<int>(r % 5);
+      vf[i] = r % 9 == 0   ? std::numeric_limits<float>::infinity()
+              : r % 9 == 1 ? -std::numeric_limits<float>::infinity()
+                           : static_cast<float>(static_cast<int>(r % 11) - 5) * 0.5f;
+      u0[i] = r % 5 == 0 ? 65535 : r % 5 == 1 ? 0 : static_cast<std::uint16_t>((r >> 8) % 4);
+      u1[i] = static_cast<std::uint16_t>(rng());
+      s0[i] = r % 5 == 0   ? std::int16_t(32767)
+              : r % 5 == 1 ? std::int16_t(-32768)
+                           : std::int16_t((r >> 8) % 3);
+      s1[i] = static_cast<std::int16_t>(rng());
+    }
+    filt::lanes_u16 lu[27];
+    filt::lanes_s16 ls[27];
+    filt::lanes_duo<float> lf[27];
+    for (int i = 0; i < 27; ++i) {
+      lu[i] = filt::pack_lanes<std::uint16_t>(u0[i], u1[i]);
+      ls[i] = filt::pack_lanes<std::int16_t>(s0[i], s1[i]);
+      lf[i] = {vf[26 - i], vf[i]};
+    }
+    const auto wi = sorted_copy(std::vector<int>(vi, vi + 27));
+    const auto wf = sorted_copy(std::vector<float>(vf, vf + 27));
+    const auto wu0 = sorted_copy(std::vector<std::uint16_t>(u0, u0 + 27));
+    const auto wu1 = sorted_copy(std::vector<std::uint16_t>(u1, u1 + 27));
+    const auto ws0 = sorted_copy(std::vector<std::int16_t>(s0, s0 + 27));
+    const auto ws1 = sorted_copy(std::vector<std::int16_t>(s1, s1 + 27));
+    for (int k = 0; k < 27; ++k) {
+      SCOPED_TRACE("trial " + std::to_string(trial) + ", rank " + std::to_string(k));
+      ASSERT_EQ(filt::rank27(vi, k), wi[k]);
+      ASSERT_EQ(filt::rank27(vf, k), wf[k]);
+      const auto ru = filt::rank27(lu, k);
+      ASSERT_EQ(filt::lane_voxel<std::uint16_t>(ru, 0), wu0[k]);
+      ASSERT_EQ(filt::lane_voxel<std::uint16_t>(ru, 1), wu1[k]);
+      const auto rs = filt::rank27(ls, k);
+      ASSERT_EQ(filt::lane_voxel<std::int16_t>(rs, 0), ws0[k]);
+      ASSERT_EQ(filt::lane_voxel<std::int16_t>(rs, 1), ws1[k]);
+      const auto rf = filt::rank27(lf, k);
+      ASSERT_EQ(rf.a, wf[k]);  // the same values, reversed
+      ASSERT_EQ(rf.b, wf[k]);
+    }
+    const int(&v9)[9] = *reinterpret_cast<const int(*)[9]>(vi);
+    const auto w9 = sorted_copy(std::vector<int>(vi, vi + 9));
+    const float(&f9)[9] = *reinterpret_cast<const float(*)[9]>(vf + 9);
+    const auto g9 = sorted_copy(std::vector<float>(vf + 9, vf + 18));
+    for (int k = 0; k < 9; ++k) {
+      ASSERT_EQ(filt::rank9(v9, k), w9[k]) << trial << " " << k;
+      ASSERT_EQ(filt::rank9(f9, k), g9[k]) << trial << " " << k;
+    }
   }
 }
 

@@ -192,6 +192,8 @@ TYPED_TEST(RankTyped, FixedAndRunTimeRadiiAgree) {
     if (!fixed && !VOX_BACKEND_CUDA) break;
     SCOPED_TRACE(fixed ? "rank_fixed_radii" : "rank_fixed_radii off");
     const vox::detail::filt::scoped_path p(vox::detail::filt::rank_fixed_radii, fixed);
+    // 3x3x3 ranks other than the median's through the rank kernel, not the networks.
+    const vox::detail::filt::scoped_path q(vox::detail::filt::rank3_nets, false);
     check<T>(e, h, 3, 5, opts(border::reflect, 3), "random");
     check<T>(e, h, 3, -3, opts(border::constant, 3, 4.0), "random");
     check<T>(e, h, {3, 3, 15}, 100, opts(border::wrap, 3), "random");
@@ -203,6 +205,39 @@ TYPED_TEST(RankTyped, FixedAndRunTimeRadiiAgree) {
     check<T>(extent3{41, 20, 36}, c, 5, 62, opts(border::constant, 3, 5.0), "clustered");
     check<T>(extent3{41, 20, 36}, c, 7, 171, opts(border::nearest, 3), "clustered");
   }
+}
+
+// Every rank of 3x3x3 and of 3x3 per slice (and 3x3x1 in 3D) by the median's networks in their
+// form for any rank (switch rank3_nets, the default: on CUDA median3w_kernel / median3p_kernel
+// with merge_9x9 and ranks_around, median2d_kernel merging the sorted columns whole, 8-byte
+// voxels in 3D the rank kernel; on the host rank27 / rank9, in 16-bit lanes for 8- and 16-bit
+// voxels), every border mode, odd extents of several tiles in x and y and several z chunks, one
+// slice, random (ties for 8-bit voxels) and clustered data with the type's extremes (the
+// networks' sentinels); and a few ranks with the switch off (the rank machinery).
+TYPED_TEST(RankTyped, SmallWindowsAtEveryRank) {
+  using T = TypeParam;
+  const extent3 e{67, 13, 37};
+  const std::vector<T> h = random_voxels<T>(e, 309);
+  const std::vector<T> c = clustered<T>(e, 310);
+  for (long k = 1; k < 26; ++k) {
+    const border m = all_modes[k % 4];
+    check<T>(e, k % 3 == 0 ? c : h, 3, k, opts(m, 3, 6.0), k % 3 == 0 ? "clustered" : "random");
+  }
+  for (long k = 1; k < 8; ++k) {
+    const border m = all_modes[k % 4];
+    check<T>(e, k % 2 == 0 ? c : h, 3, k, opts(m, 2, -3.0), k % 2 == 0 ? "clustered" : "random");
+  }
+  check<T>(e, c, {3, 3, 1}, 2, opts(border::wrap, 3), "clustered");
+  check<T>(e, h, 3, -2, opts(border::constant, 3, 1e9), "random");
+  const extent3 one{33, 7, 1};
+  const std::vector<T> s = random_voxels<T>(one, 311);
+  for (border m : all_modes) {
+    check<T>(one, s, 3, 20, opts(m, 3, 2.0), "one slice");
+    check<T>(one, s, 3, 6, opts(m, 2, 2.0), "one slice");
+  }
+  const vox::detail::filt::scoped_path off(vox::detail::filt::rank3_nets, false);
+  check<T>(e, h, 3, 6, opts(border::reflect, 3), "random, rank3_nets off");
+  check<T>(e, c, 3, 2, opts(border::nearest, 2), "clustered, rank3_nets off");
 }
 
 // One value everywhere: one bin; in constant mode cval joins the windows at the borders.

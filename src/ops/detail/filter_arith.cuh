@@ -40,6 +40,27 @@ VOX_HD inline float vmax(float a, float b) { return ::fmaxf(a, b); }
 VOX_HD inline double vmin(double a, double b) { return (b < a || a != a) ? b : a; }
 VOX_HD inline double vmax(double a, double b) { return (a < b || a != a) ? b : a; }
 
+/// The sentinels of a rank network's values V (ranks_around): lo() no larger and hi() no smaller
+/// than any value, infinities for floating types (so that infinite voxels stay exact). The lanes
+/// types specialise it (lanes16.hpp).
+template <class V>
+struct net_bounds {
+  VOX_HD static V lo() {
+    if constexpr (std::numeric_limits<V>::has_infinity) {
+      return -std::numeric_limits<V>::infinity();
+    } else {
+      return std::numeric_limits<V>::lowest();
+    }
+  }
+  VOX_HD static V hi() {
+    if constexpr (std::numeric_limits<V>::has_infinity) {
+      return std::numeric_limits<V>::infinity();
+    } else {
+      return std::numeric_limits<V>::max();
+    }
+  }
+};
+
 /// Converts a computed value to voxel type O as scipy's C cast does for in-range values:
 /// truncation toward zero for integers (saturated, NaN -> 0, where a C cast is undefined).
 template <class O, class A>

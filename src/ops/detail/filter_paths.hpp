@@ -155,6 +155,14 @@ inline std::atomic<bool> median3_three_blocks{true};
 /// instance that takes any radii at run time (false). The same voxels.
 inline std::atomic<bool> rank_fixed_radii{true};
 
+/// rank_filter and percentile_filter over 3x3x3 windows (and 3x3 per slice) at a rank other
+/// than the median: the median's kernels and networks in their form for any rank (true, the
+/// default: on CUDA median3w_kernel / median3p_kernel with the shared planes merged whole,
+/// merge_9x9, and median2d_kernel merging the three sorted columns whole; 8-byte voxels in 3D take
+/// the rank kernel; on the host median_fn / median3_lanes_fn by rank27 and rank9), or the rank
+/// machinery (false: rank_kernel on CUDA, the per-voxel selection on the host). The same voxels.
+inline std::atomic<bool> rank3_nets{true};
+
 /// The 3x3 and 5x5 medians per slice (also 3D windows of depth 1). On the CUDA backend,
 /// true (the default): tiles of sorted y-columns in shared memory, two outputs a thread in lanes,
 /// 12 min or max a pair for 3x3 and the 118 of median25_of_sorted_columns for 5x5

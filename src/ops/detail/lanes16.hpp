@@ -111,6 +111,25 @@ VOX_HD inline lanes_duo<T> lanes_mid(lanes_duo<T> x, lanes_duo<T> y) {
   return {x.b, y.a};
 }
 
+/// The rank networks' sentinels (net_bounds, filter_arith.cuh) of each lane: 0 and 0xffff for
+/// unsigned lanes (8-bit voxels are zero-extended), -32768 and 32767 for signed ones; a pair's
+/// are its voxel type's.
+template <>
+struct net_bounds<lanes_u16> {
+  VOX_HD static lanes_u16 lo() { return {0u}; }
+  VOX_HD static lanes_u16 hi() { return {0xffffffffu}; }
+};
+template <>
+struct net_bounds<lanes_s16> {
+  VOX_HD static lanes_s16 lo() { return {0x80008000u}; }
+  VOX_HD static lanes_s16 hi() { return {0x7fff7fffu}; }
+};
+template <class T>
+struct net_bounds<lanes_duo<T>> {
+  VOX_HD static lanes_duo<T> lo() { return {net_bounds<T>::lo(), net_bounds<T>::lo()}; }
+  VOX_HD static lanes_duo<T> hi() { return {net_bounds<T>::hi(), net_bounds<T>::hi()}; }
+};
+
 /// The lanes of two voxels T: 16-bit lanes of a word for 8- and 16-bit voxels, else a pair.
 template <class T>
 using pair_lanes = std::conditional_t<has_lanes16<T>, lanes_of<T>, lanes_duo<T>>;

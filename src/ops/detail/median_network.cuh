@@ -6,6 +6,7 @@
 #include <voxstream/core/macros.hpp>
 
 #include "filter_arith.cuh"
+#include "median_network5.cuh"
 
 namespace vox::detail::filt {
 
@@ -159,14 +160,81 @@ VOX_HD inline void sort_plane(const V* v, V (&out)[9]) {
   merge_3x3(a, b, c, out);
 }
 
-/// The 14th smallest of 27 values, given ranks 5..14 of the merge of two sorted planes (m) and
-/// the third plane sorted (a): min over i + j = 14 of max(M_i, A_j), with A_0 = -infinity.
+/// The (k + 1)-th smallest (0-based rank k) of 27 values, given m[j] = rank k - 9 + j of the
+/// merge M of two sorted planes (0-based; the median, k = 13: ranks 4..13, merge_9x9_mid) and the
+/// third plane sorted (a): min over i of max(A_(i-1), M_(k-i)), i the values taken from a
+/// (0..9), with A_(-1) = -infinity. Ranks of M outside 0..17 are sentinels (ranks_around): the
+/// lowest value below, the highest above, so that every term they make is either the term of a
+/// real split or no smaller than the result.
 template <class V>
-VOX_HD inline V kth14(const V (&m)[10], const V (&a)[9]) {
+VOX_HD inline V kth_of_ranks(const V (&m)[10], const V (&a)[9]) {
   V r = m[9];
   VOX_FILTER_UNROLL
-  for (int i = 5; i <= 13; ++i) r = vmin(r, vmax(m[i - 5], a[14 - i - 1]));
+  for (int i = 1; i <= 9; ++i) r = vmin(r, vmax(m[9 - i], a[i - 1]));
   return r;
+}
+
+/// m[j] = s[K - 9 + j] for j in 0..9, net_bounds' lo below rank 0 and hi above rank 17.
+template <int K, class V>
+VOX_HD inline void ranks_from(const V (&s)[18], V (&m)[10]) {
+  VOX_FILTER_UNROLL
+  for (int j = 0; j < 10; ++j) {
+    const int i = K - 9 + j;
+    m[j] = i < 0    ? net_bounds<V>::lo()
+           : i > 17 ? net_bounds<V>::hi()
+                    : s[i < 0    ? 0
+                        : i > 17 ? 17
+                                 : i];
+  }
+}
+
+/// ranks_from<k> for the k in [Lo, Hi]: a binary search over k by uniform branches (k is the
+/// same for every thread, a filter's rank), no indexing of registers at run time.
+template <int Lo, int Hi, class V>
+VOX_HD inline void ranks_between(const V (&s)[18], int k, V (&m)[10]) {
+  if constexpr (Lo == Hi) {
+    ranks_from<Lo>(s, m);
+  } else {
+    constexpr int mid = (Lo + Hi) / 2;
+    if (k <= mid) {
+      ranks_between<Lo, mid>(s, k, m);
+    } else {
+      ranks_between<mid + 1, Hi>(s, k, m);
+    }
+  }
+}
+
+/// The window of ranks that kth_of_ranks takes for rank k (0..26) of a 3x3x3 window, from the
+/// sorted merge s of two planes (merge_9x9).
+template <class V>
+VOX_HD inline void ranks_around(const V (&s)[18], int k, V (&m)[10]) {
+  ranks_between<0, 26>(s, k, m);
+}
+
+/// w[k] for a rank k (0..8) that every thread shares, by a switch (no indexing of registers at
+/// run time).
+template <class V>
+VOX_HD inline V pick_rank9(const V (&w)[9], int k) {
+  switch (k) {
+    case 0:
+      return w[0];
+    case 1:
+      return w[1];
+    case 2:
+      return w[2];
+    case 3:
+      return w[3];
+    case 5:
+      return w[5];
+    case 6:
+      return w[6];
+    case 7:
+      return w[7];
+    case 8:
+      return w[8];
+    default:
+      return w[4];
+  }
 }
 
 /// Median of a 3x3 window v[dy * 3 + dx]: exact from the sorted y-columns.
@@ -187,7 +255,32 @@ VOX_HD inline V median27(const V (&v)[27]) {
   sort_plane(v + 9, p1);
   sort_plane(v + 18, p2);
   merge_9x9_mid(p1, p2, m);
-  return kth14(m, p0);
+  return kth_of_ranks(m, p0);
+}
+
+/// The rank-k smallest (0-based, 0..26) of a 3x3x3 window v[(dz * 3 + dy) * 3 + dx]: the
+/// networks of the fused CUDA kernels for a rank other than the median (planes 1 and 2 merged
+/// whole, merge_9x9; then ranks_around and kth_of_ranks).
+template <class V>
+VOX_HD inline V rank27(const V (&v)[27], int k) {
+  V p0[9], p1[9], p2[9], s[18], m[10];
+  sort_plane(v, p0);
+  sort_plane(v + 9, p1);
+  sort_plane(v + 18, p2);
+  merge_9x9(p1, p2, s);
+  ranks_around(s, k, m);
+  return kth_of_ranks(m, p0);
+}
+
+/// The rank-k smallest (0..8) of a 3x3 window v[dy * 3 + dx]: its sorted y-columns merged whole.
+template <class V>
+VOX_HD inline V rank9(const V (&v)[9], int k) {
+  V a[3], b[3], c[3], w[9];
+  sort3(v[0], v[3], v[6], a);
+  sort3(v[1], v[4], v[7], b);
+  sort3(v[2], v[5], v[8], c);
+  merge_3x3(a, b, c, w);
+  return pick_rank9(w, k);
 }
 
 /// The k-th smallest (0-based) of v[0..n), partially reordering v (Wirth's selection).
