@@ -145,12 +145,14 @@ void median(stream_set& streams, const volume<T>& in, volume<T>& out, filter_siz
 ///
 /// scipy.ndimage.rank_filter(rank=..., size=...). Rank 0 and n - 1 of an n-voxel window are
 /// grey_erosion and grey_dilation. cval as for median. Windows of up to max_rank_window voxels
-/// (15 x 15 x 15); a rank outside the window throws vox::invalid_argument. On the CUDA backend
-/// each block keeps a 256-bin histogram per output column of its tile, slid along z (one add and
-/// one remove per voxel of the entering and leaving planes): its bins are the voxel values
-/// themselves for 8-bit voxels and integers of a tile range under 256, else an order-preserving
-/// map of the tile's value range, refined by a scan of the window for the one bin that holds
-/// the rank.
+/// (15 x 15 x 15); a rank outside the window throws vox::invalid_argument. 3x3x3 windows (voxels
+/// of up to 4 bytes on the CUDA backend) and 3x3 per slice, at any rank, run the median's fused
+/// selection networks, the two planes that neighbouring outputs share merged whole. Other windows
+/// run the rank machinery: on the CUDA backend each block keeps a 256-bin histogram per output
+/// column of its tile, slid along z (one add and one remove per voxel of the entering and leaving
+/// planes): its bins are the voxel values themselves for 8-bit voxels and integers of a tile
+/// range under 256, else an order-preserving map of the tile's value range, refined by a scan of
+/// the window for the one bin that holds the rank.
 template <class T>
 void rank_filter(stream_set& streams, const volume<T>& in, volume<T>& out, long rank,
                  filter_size size, const filter_options& opts = {});
