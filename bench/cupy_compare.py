@@ -221,6 +221,8 @@ def sweep_cases():
     cases.append({"name": "median_size=7", "op": "median", "dims": 3, "size": 7})
     cases.append({"name": "rank_size=3", "op": "rank", "dims": 3, "size": 3, "rank": 6})
     cases.append({"name": "rank2d_size=3", "op": "rank2d", "dims": 2, "size": 3, "rank": 2})
+    cases.append({"name": "percentile2d_size=5", "op": "percentile2d", "dims": 2, "size": 5,
+                  "q": 25.0})
     cases.append({"name": "percentile_size=5", "op": "percentile", "dims": 3, "size": 5,
                   "q": 25.0})
     return cases
@@ -237,7 +239,7 @@ def sweep_selected(case, tokens):
             return True
         if t == "%dd" % case["dims"]:
             return True
-        if t == "rank" and case["op"] in ("rank", "rank2d", "percentile"):
+        if t == "rank" and case["op"] in ("rank", "rank2d", "percentile", "percentile2d"):
             return True
     return False
 
@@ -271,7 +273,7 @@ def sweep_family(case, dtype):
         if max(case["sigma_xyz"]) > 4:
             return "gaussian_wide"
         return "gaussian_f32" if dtype == "f32" else "gaussian_int"
-    if op in ("rank", "rank2d", "percentile"):
+    if op in ("rank", "rank2d", "percentile", "percentile2d"):
         return "rank"
     if case["size"] > 5:
         return "median_wide"
@@ -370,7 +372,7 @@ def cupyx_sweep_fn(cp, ndi, case):
         return lambda a: ndi.median_filter(a, size=size)
     if op in ("rank", "rank2d"):
         return lambda a: ndi.rank_filter(a, rank=case["rank"], size=size)
-    if op == "percentile":
+    if op in ("percentile", "percentile2d"):
         return lambda a: ndi.percentile_filter(a, percentile=case["q"], size=size)
     return None
 

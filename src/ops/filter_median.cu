@@ -118,9 +118,10 @@ struct median3_lanes_fn {
 /// median25_pair_of_sorted_columns: their six sorted columns are the pair's c[0], c[2] and c[4]
 /// taken apart, and the rows of the four they share are sorted once (189 min or max against the
 /// 2 x 118 of median25_of_sorted_columns on the pair).
+/// The pair's six sorted columns taken apart (pair_lanes without 16-bit lanes: a pair of values):
+/// s[0..5] = c[0].a, c[0].b, c[2].a, c[2].b, c[4].a, c[4].b (voxels x - 2 .. x + 3).
 template <class T>
-VOX_HD inline lanes_duo<T> median25_pair(const lanes_duo<T> (&c)[5][5]) {
-  T s[6][5];
+VOX_HD inline void pair_columns(const lanes_duo<T> (&c)[5][5], T (&s)[6][5]) {
   for (int k = 0; k < 5; ++k) {
     s[0][k] = c[0][k].a;
     s[1][k] = c[0][k].b;
@@ -129,26 +130,53 @@ VOX_HD inline lanes_duo<T> median25_pair(const lanes_duo<T> (&c)[5][5]) {
     s[4][k] = c[4][k].a;
     s[5][k] = c[4][k].b;
   }
+}
+
+template <class T>
+VOX_HD inline lanes_duo<T> median25_pair(const lanes_duo<T> (&c)[5][5]) {
+  T s[6][5];
+  pair_columns(c, s);
   lanes_duo<T> r;
   median25_pair_of_sorted_columns(s, r.a, r.b);
   return r;
 }
 
+/// A rank of a pair's two 5x5 windows from its five sorted columns (pair_lanes), the rank's
+/// window of the merge taken by `win` (fixed_rank<12>: the median; run_time_rank: any rank):
+/// for voxels without 16-bit lanes by rank25_pair_of_sorted_columns on the six columns taken
+/// apart (the four common ones merged once), else by rank25_of_sorted_columns on the lanes.
+template <class T, class Win>
+VOX_HD inline pair_lanes<T> rank25_of_columns(const pair_lanes<T> (&c)[5][5], Win win) {
+  if constexpr (!has_lanes16<T>) {
+    T s[6][5];
+    pair_columns(c, s);
+    lanes_duo<T> r;
+    rank25_pair_of_sorted_columns(s, win, r.a, r.b);
+    return r;
+  } else {
+    return rank25_of_sorted_columns(c, win);
+  }
+}
+
 /// The medians of a pair's two 5x5 windows from its five sorted columns (pair_lanes): by
-/// median25_pair where the voxels have no 16-bit lanes and `pair_net` (median2d_pair_net) is on,
-/// else by median25_of_sorted_columns on the pair. The kernel and the host functor both take it.
+/// merging four sorted columns (rank25_of_columns at rank 12) where `merge_net`
+/// (median25_merge) is on; else by median25_pair where the voxels have no 16-bit lanes and
+/// `pair_net` (median2d_pair_net) is on, else by median25_of_sorted_columns on the pair. The
+/// kernel and the host functor both take it.
 template <class T>
-VOX_HD inline pair_lanes<T> median25_of_columns(const pair_lanes<T> (&c)[5][5], bool pair_net) {
+VOX_HD inline pair_lanes<T> median25_of_columns(const pair_lanes<T> (&c)[5][5], bool pair_net,
+                                                bool merge_net) {
+  if (merge_net) return rank25_of_columns<T>(c, fixed_rank<12>{});
   if constexpr (!has_lanes16<T>) {
     if (pair_net) return median25_pair<T>(c);
   }
   return median25_of_sorted_columns(c);
 }
 
-/// The 5x5 median per slice, two neighbouring outputs a call (x = 2 ux and x + 1) in pair_lanes:
-/// the window columns' voxels x - 2 .. x + 3 make three words of two columns each, sorted along y
-/// (sort5), whose middles are the other two columns; median25_of_sorted_columns then runs once for
-/// both outputs. The CUDA kernel median2d_kernel<T, 2> builds the same columns from the sorted
+/// The 5x5 median per slice (or its `rank`, 0..24), two neighbouring outputs a call (x = 2 ux and
+/// x + 1) in pair_lanes: the window columns' voxels x - 2 .. x + 3 make three words of two columns
+/// each, sorted along y (sort5), whose middles are the other two columns; median25_of_columns (or
+/// rank25_of_columns) then runs once for both outputs. The CUDA kernel median2d_kernel<T, 2> builds the same columns from the sorted
 /// words of its tile; the host backend runs this, so the network and its lanes are tested without
 /// a GPU.
 template <class T>
@@ -158,7 +186,9 @@ struct median25_fn {
   idx_t nx, ny;
   border mode;
   T cval;
-  bool pair_net;  ///< voxels without 16-bit lanes: median25_pair (median2d_pair_net)
+  bool pair_net;   ///< voxels without 16-bit lanes: median25_pair (median2d_pair_net)
+  bool merge_net;  ///< the median by merging four sorted columns (median25_merge)
+  int rank;        ///< 0-based, 0..24; the median 12
 
   VOX_HD void operator()(std::size_t ux, std::size_t uy, std::size_t uz) const {
     using L = pair_lanes<T>;
@@ -182,7 +212,9 @@ struct median25_fn {
       cols[3][k] = lanes_mid(w[1][k], w[2][k]);
       cols[4][k] = w[2][k];
     }
-    store_pair<T>(out + (z * ny + y) * nx + x, median25_of_columns<T>(cols, pair_net), x + 1 < nx);
+    const L r = rank == 12 ? median25_of_columns<T>(cols, pair_net, merge_net)
+                           : rank25_of_columns<T>(cols, run_time_rank{rank});
+    store_pair<T>(out + (z * ny + y) * nx + x, r, x + 1 < nx);
   }
 };
 
@@ -372,7 +404,7 @@ struct mw_loads {
 // V: the type of the values in registers and of the sorted y-triples in shared memory: T, or for
 // 8- and 16-bit voxels int (median3_int_values), whose min and max need no byte packing and
 // unpacking (PRMT) around every pair of the network's values. Any: a rank other than the
-// median, `rank` (0..26; switch rank3_nets): the two planes that outputs share are merged
+// median, `rank` (0..26; switch rank_nets): the two planes that outputs share are merged
 // whole (merge_9x9, 60 ops a column against merge_9x9_mid's 48), and ranks_around takes the ten
 // ranks that kth_of_ranks needs.
 template <class T, class V = T, bool Any = false>
@@ -604,15 +636,16 @@ __global__ void __launch_bounds__(mw_threads, MinBlocks)
 //  - R = 1: med3(max of the three columns' minima, med3 of their middles, min of their maxima),
 //    12 min or max;
 //  - R = 2: median25_of_sorted_columns (median_network5.cuh), 118 min or max.
-// The next slice's loads are in flight meanwhile. Any (R = 1): a rank other than the median,
-// `rank` (0..8; switch rank3_nets): the three sorted columns merged whole (merge_3x3, 36 ops a
-// pair), then the rank's value.
+// The next slice's loads are in flight meanwhile. R = 2 and merge_net (median25_merge): the
+// median by merging four sorted columns (rank25_of_columns, 98 min or max a pair in lanes, 108
+// for a pair of values). Any: a rank other than the median, `rank` (0..8 or 0..24; switch
+// rank_nets): for R = 1 the three sorted columns merged whole (merge_3x3, 36 ops a pair), then
+// the rank's value; for R = 2 rank25_of_columns at that rank.
 template <class T, int R, bool Any = false>
 __global__ void __launch_bounds__(mw_threads)
     median2d_kernel(const T* __restrict__ in, T* __restrict__ out, march_geom g, border mode,
-                    T cval, bool pair_net, int rank) {
+                    T cval, bool pair_net, bool merge_net, int rank) {
   static_assert(R == 1 || R == 2, "the 3x3 and 5x5 windows");
-  static_assert(R == 1 || !Any, "ranks other than the median: 3x3 windows");
   using L = pair_lanes<T>;
   constexpr int K = 2 * R + 1;
   constexpr int hx = mw_ox + 2 * R, hy = mw_ty + 2 * R;  // the haloed tile
@@ -703,7 +736,11 @@ __global__ void __launch_bounds__(mw_threads)
           c[1][k] = lanes_mid(c[0][k], c[2][k]);
           c[3][k] = lanes_mid(c[2][k], c[4][k]);
         }
-        r = median25_of_columns<T>(c, pair_net);
+        if constexpr (Any) {
+          r = rank25_of_columns<T>(c, run_time_rank{rank});
+        } else {
+          r = median25_of_columns<T>(c, pair_net, merge_net);
+        }
       }
       T* o = out + z * slice + gy * g.nx + gx;
       const T v0 = pair_voxel<T>(r, 0), v1 = pair_voxel<T>(r, 1);
@@ -718,8 +755,8 @@ __global__ void __launch_bounds__(mw_threads)
   });
 }
 
-/// Enqueues the (2 R + 1)^2 median of every slice (median2d_kernel), or for R = 1 its `rank`
-/// (0..8) if not the median.
+/// Enqueues the (2 R + 1)^2 median of every slice (median2d_kernel), or its `rank` (0-based) if
+/// not the median.
 template <class T, int R>
 void run_median2d(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
                   border mode, T cval, int rank) {
@@ -728,21 +765,16 @@ void run_median2d(stream_set& streams, const char* op, const volume<T>& in, volu
   T* dst = out.data();
   const std::vector<exec::access> acc{read_z(in, 0, mode), vox::write(out)};
   const bool pair_net = median2d_pair_net.load(std::memory_order_relaxed);
+  const bool merge_net = median25_merge.load(std::memory_order_relaxed);
   exec::run_op(streams, op, streams.plan(exec::work_of(acc, op, R == 1 ? 2.0 : 4.0)), acc,
                [&](stream_view s, const slab& w) {
                  const march_geom g = make_march(e, w, mw_ox, mw_ty, 4);
                  const dim3u gr = march_grid(g);
                  const dim3 grid(gr.x, gr.y, gr.z), block(mw_tx, mw_ty, 1);
-                 if constexpr (R == 1) {
-                   if (rank != 4) {
-                     median2d_kernel<T, R, true>
-                         <<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval, pair_net, rank);
-                     detail::check_launch(op);
-                     return;
-                   }
-                 }
-                 median2d_kernel<T, R>
-                     <<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval, pair_net, rank);
+                 auto* k = rank != (2 * R + 1) * (2 * R + 1) / 2 ? median2d_kernel<T, R, true>
+                                                                 : median2d_kernel<T, R>;
+                 k<<<grid, block, 0, s.value()>>>(src, dst, g, mode, cval, pair_net, merge_net,
+                                                  rank);
                  detail::check_launch(op);
                });
 }
@@ -844,15 +876,21 @@ void run_median3_lanes(stream_set& streams, const char* op, const volume<T>& in,
                [&](stream_view s, const slab& w) { launch_voxels(s, f, pairs, w, op); });
 }
 
-/// The 5x5 median of every slice through median25_fn: two outputs a call (the host backend's
-/// path; median2d_kernel<T, 2> on the CUDA backend).
+/// The 5x5 median (or its `rank`, 0..24) of every slice through median25_fn: two outputs a call
+/// (the host backend's path; median2d_kernel<T, 2> on the CUDA backend).
 template <class T>
 void run_median25(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out,
-                  border mode, T cval) {
+                  border mode, T cval, int rank) {
   const extent3 e = in.extent();
-  const median25_fn<T> f{in.data(), out.data(), static_cast<idx_t>(e.x),
-                         static_cast<idx_t>(e.y), mode, cval,
-                         median2d_pair_net.load(std::memory_order_relaxed)};
+  const median25_fn<T> f{in.data(),
+                         out.data(),
+                         static_cast<idx_t>(e.x),
+                         static_cast<idx_t>(e.y),
+                         mode,
+                         cval,
+                         median2d_pair_net.load(std::memory_order_relaxed),
+                         median25_merge.load(std::memory_order_relaxed),
+                         rank};
   const extent3 pairs{(e.x + 1) / 2, e.y, e.z};
   exec::run_op(streams, op, {read_z(in, 0, mode), vox::write(out)},
                [&](stream_view s, const slab& w) { launch_voxels(s, f, pairs, w, op); });
@@ -891,8 +929,9 @@ struct rank_fn {
 
 /// The rank filter of 0-based rank `rank` in [0, window) over the box of radii r, after the
 /// arguments were checked: erosion and dilation for the extreme ranks (as scipy), the median
-/// kernels and networks for 3x3(x3) windows (the median's own, or with rank3_nets their forms
-/// for any rank; on CUDA 8-byte voxels only for the 3x3x3 median), the rank machinery else.
+/// kernels and networks for 3x3x3 windows and 3x3 and 5x5 per slice (the median's own, or with
+/// rank_nets their forms for any rank; on CUDA 8-byte voxels only for the 3x3x3 median), the
+/// rank machinery else.
 template <class T>
 void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out, radii r,
                long rank, const filter_options& o) {
@@ -911,13 +950,14 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
   }
   const T cval = to_voxel<T>(o.cval);
   const bool mid = rank == window / 2;
-  // 3x3(x3) windows at a rank other than the median by the median's networks (rank3_nets).
-  const bool nets = mid || rank3_nets.load(std::memory_order_relaxed);
+  // 3x3x3, 3x3 and 5x5 windows at a rank other than the median by the median's networks
+  // (rank_nets).
+  const bool nets = mid || rank_nets.load(std::memory_order_relaxed);
   const int k = static_cast<int>(rank);
   const bool cube3 = nets && r.x == 1 && r.y == 1 && r.z == 1;
-  // A square window per slice (2D, or a 3D window of depth 1): its radius, 1 (any rank under
-  // nets) or 2 (the median); 0 for any other window.
-  const idx_t flat = r.z == 0 && r.x == r.y && ((r.x == 1 && nets) || (r.x == 2 && mid)) ? r.x : 0;
+  // A square window per slice (2D, or a 3D window of depth 1) under nets: its radius, 1 or 2; 0
+  // for any other window.
+  const idx_t flat = nets && r.z == 0 && r.x == r.y && (r.x == 1 || r.x == 2) ? r.x : 0;
   const bool net2d = median2d_net.load(std::memory_order_relaxed);
 #if VOX_BACKEND_CUDA
   if (cube3 && (mid || sizeof(T) <= 4)) {
@@ -937,7 +977,7 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
     return;
 #else
   if (flat == 2 && net2d) {
-    run_median25<T>(streams, op, in, out, o.mode, cval);
+    run_median25<T>(streams, op, in, out, o.mode, cval, k);
     return;
   }
   if constexpr (has_lanes16<T>) {

@@ -943,7 +943,7 @@ TYPED_TEST(FilterTyped, Median2DPathsMatchReference) {
       check_median<T>(odd_ext, size, opts(border::reflect, 2), three, 64);
       check_median<T>(extent3{200, 70, 9}, size, opts(border::constant, 2, 250.0), three, 65);
     }
-    // 3D windows of depth 1 take the same paths; another rank (11) takes the rank machinery.
+    // 3D windows of depth 1 take the same paths, and another rank (11) their form for any rank.
     const extent3 e{69, 21, 4};
     const std::vector<T> h = random_voxels<T>(e, 68);
     check_rank<T>(e, h, {5, 5, 1}, 12, opts(border::reflect, 3), three);
@@ -963,9 +963,10 @@ VOX_HD inline bits64 vmax(bits64 a, bits64 b) { return {a.v | b.v}; }
 /// The wrong answers of `median` (a function of a window's five sorted columns, c[j][i] the i-th
 /// smallest of column j, as bits64) on every 0-1 window of 5 x 5, 2^25 of them, 64 at a time:
 /// window voxels 0..5 take the bit patterns of a 64-input block, 6..24 the block's number; each
-/// column is sorted by sort5, and the answer is compared with the majority.
+/// column is sorted by sort5, and the answer is compared with the majority (with `rank`, the
+/// rank-th smallest: 1 where the window has at least 25 - rank ones).
 template <class F>
-std::uint64_t wrong_on_zero_one_windows(F median) {
+std::uint64_t wrong_on_zero_one_windows(F median, int rank = 12) {
   namespace filt = vox::detail::filt;
   constexpr std::uint64_t pattern[6] = {0xaaaaaaaaaaaaaaaaull, 0xccccccccccccccccull,
                                         0xf0f0f0f0f0f0f0f0ull, 0xff00ff00ff00ff00ull,
@@ -986,12 +987,22 @@ std::uint64_t wrong_on_zero_one_windows(F median) {
     const int high = __builtin_popcount(block);
     for (int b = 0; b < 64; ++b) {
       const int ones = high + __builtin_popcountll(static_cast<std::uint64_t>(b) & 0x3full);
-      wrong += ((got >> b) & 1u) != static_cast<std::uint64_t>(ones >= 13);
+      wrong += ((got >> b) & 1u) != static_cast<std::uint64_t>(ones >= 25 - rank);
     }
   }
   return wrong;
 }
 }  // namespace
+}  // namespace
+
+// The rank networks' sentinels of 0-1 inputs (ranks_from): all zeros and all ones.
+template <>
+struct vox::detail::filt::net_bounds<bits64> {
+  VOX_HD static bits64 lo() { return {0}; }
+  VOX_HD static bits64 hi() { return {~0ull}; }
+};
+
+namespace {
 
 // The 5x5 median's networks (median_network5.cuh, generated) on every 0-1 window, 2^25 of them,
 // 64 at a time: sort5 on each column of five, then median25_of_sorted_columns, against the
@@ -1019,6 +1030,119 @@ TEST(MedianNetworks, Median25PairOfSortedColumnsOnEveryZeroOneWindow) {
                 return first == 0 ? a.v : b.v;
               }),
               0u);
+  }
+}
+
+// The 5x5 ranks by merging four sorted columns and selecting with the fifth (median_network.cuh:
+// rank25_of_sorted_columns, the median's form under median25_merge and every rank's under
+// rank_nets) on every 0-1 window: the median (rank 12, fixed_rank), and ranks 1, 7 and 20 at run
+// time (run_time_rank: sentinels below and above the merge's ranks). Every other rank is checked
+// against a sort in Rank25AtEveryRank.
+TEST(MedianNetworks, Rank25OfSortedColumnsOnEveryZeroOneWindow) {
+  namespace filt = vox::detail::filt;
+  EXPECT_EQ(wrong_on_zero_one_windows([](const bits64(&c)[5][5]) {
+              return filt::rank25_of_sorted_columns(c, filt::fixed_rank<12>{}).v;
+            }),
+            0u);
+  for (int k : {1, 7, 20}) {
+    SCOPED_TRACE("rank " + std::to_string(k));
+    EXPECT_EQ(wrong_on_zero_one_windows(
+                  [k](const bits64(&c)[5][5]) {
+                    return filt::rank25_of_sorted_columns(c, filt::run_time_rank{k}).v;
+                  },
+                  k),
+              0u);
+  }
+}
+
+// The pair form (rank25_pair_of_sorted_columns: the four common columns merged once) at the
+// median on every 0-1 window of each of its two windows, as Median25PairOfSortedColumns.
+TEST(MedianNetworks, Rank25PairOfSortedColumnsOnEveryZeroOneWindow) {
+  for (int first = 0; first < 2; ++first) {
+    SCOPED_TRACE(first == 0 ? "window a" : "window b");
+    EXPECT_EQ(wrong_on_zero_one_windows([first](const bits64(&c)[5][5]) {
+                bits64 s[6][5];
+                for (int i = 0; i < 5; ++i) s[first == 0 ? 5 : 0][i] = {0};
+                for (int j = 0; j < 5; ++j)
+                  for (int i = 0; i < 5; ++i) s[first + j][i] = c[j][i];
+                bits64 a{}, b{};
+                vox::detail::filt::rank25_pair_of_sorted_columns(
+                    s, vox::detail::filt::fixed_rank<12>{}, a, b);
+                return first == 0 ? a.v : b.v;
+              }),
+              0u);
+  }
+}
+
+// Every rank of a 5x5 window from its sorted columns against a sort: ints with ties and the
+// type's extremes, floats with infinities, unsigned 16-bit lanes, and the pair form.
+TEST(MedianNetworks, Rank25AtEveryRank) {
+  namespace filt = vox::detail::filt;
+  std::mt19937 rng(37);
+  for (int trial = 0; trial < 200; ++trial) {
+    int ci[6][5];
+    float cf[5][5];
+    filt::lanes_u16 cu[5][5];
+    std::vector<int> all_i, win_a, win_b;
+    std::vector<float> all_f;
+    std::vector<std::uint16_t> lane0, lane1;
+    for (int j = 0; j < 6; ++j) {
+      for (int i = 0; i < 5; ++i) {
+        const unsigned r = rng();
+        ci[j][i] = r % 7 == 0   ? std::numeric_limits<int>::max()
+                   : r % 7 == 1 ? std::numeric_limits<int>::lowest()
+                                : static_cast<int>(r % 5);
+        if (j < 5) win_a.push_back(ci[j][i]);
+        if (j > 0) win_b.push_back(ci[j][i]);
+        if (j < 5) {
+          cf[j][i] = r % 9 == 0   ? std::numeric_limits<float>::infinity()
+                     : r % 9 == 1 ? -std::numeric_limits<float>::infinity()
+                                  : static_cast<float>(static_cast<int>(r % 11) - 5) * 0.5f;
+          all_f.push_back(cf[j][i]);
+          const auto u0 = static_cast<std::uint16_t>(r % 5 == 0   ? 65535
+                                                     : r % 5 == 1 ? 0
+                                                                  : (r >> 8) % 4);
+          const auto u1 = static_cast<std::uint16_t>(rng());
+          lane0.push_back(u0);
+          lane1.push_back(u1);
+          cu[j][i] = filt::pack_lanes<std::uint16_t>(u0, u1);
+        }
+      }
+      if (j < 5) {
+        std::sort(ci[j], ci[j] + 5);
+        std::sort(cf[j], cf[j] + 5);
+      }
+    }
+    std::sort(ci[5], ci[5] + 5);
+    for (int j = 0; j < 5; ++j) {  // the lanes' columns sorted lane by lane
+      std::uint16_t a[5], b[5];
+      for (int i = 0; i < 5; ++i) {
+        a[i] = filt::lane_voxel<std::uint16_t>(cu[j][i], 0);
+        b[i] = filt::lane_voxel<std::uint16_t>(cu[j][i], 1);
+      }
+      std::sort(a, a + 5);
+      std::sort(b, b + 5);
+      for (int i = 0; i < 5; ++i) cu[j][i] = filt::pack_lanes<std::uint16_t>(a[i], b[i]);
+    }
+    std::sort(win_a.begin(), win_a.end());
+    std::sort(win_b.begin(), win_b.end());
+    std::sort(all_f.begin(), all_f.end());
+    std::sort(lane0.begin(), lane0.end());
+    std::sort(lane1.begin(), lane1.end());
+    const int(&ci5)[5][5] = *reinterpret_cast<const int(*)[5][5]>(ci);
+    for (int k = 0; k < 25; ++k) {
+      SCOPED_TRACE("trial " + std::to_string(trial) + ", rank " + std::to_string(k));
+      const filt::run_time_rank win{k};
+      ASSERT_EQ(filt::rank25_of_sorted_columns(ci5, win), win_a[k]);
+      ASSERT_EQ(filt::rank25_of_sorted_columns(cf, win), all_f[k]);
+      const auto u = filt::rank25_of_sorted_columns(cu, win);
+      ASSERT_EQ(filt::lane_voxel<std::uint16_t>(u, 0), lane0[k]);
+      ASSERT_EQ(filt::lane_voxel<std::uint16_t>(u, 1), lane1[k]);
+      int a = 0, b = 0;
+      filt::rank25_pair_of_sorted_columns(ci, win, a, b);
+      ASSERT_EQ(a, win_a[k]);
+      ASSERT_EQ(b, win_b[k]);
+    }
   }
 }
 

@@ -193,7 +193,7 @@ TYPED_TEST(RankTyped, FixedAndRunTimeRadiiAgree) {
     SCOPED_TRACE(fixed ? "rank_fixed_radii" : "rank_fixed_radii off");
     const vox::detail::filt::scoped_path p(vox::detail::filt::rank_fixed_radii, fixed);
     // 3x3x3 ranks other than the median's through the rank kernel, not the networks.
-    const vox::detail::filt::scoped_path q(vox::detail::filt::rank3_nets, false);
+    const vox::detail::filt::scoped_path q(vox::detail::filt::rank_nets, false);
     check<T>(e, h, 3, 5, opts(border::reflect, 3), "random");
     check<T>(e, h, 3, -3, opts(border::constant, 3, 4.0), "random");
     check<T>(e, h, {3, 3, 15}, 100, opts(border::wrap, 3), "random");
@@ -207,10 +207,11 @@ TYPED_TEST(RankTyped, FixedAndRunTimeRadiiAgree) {
   }
 }
 
-// Every rank of 3x3x3 and of 3x3 per slice (and 3x3x1 in 3D) by the median's networks in their
-// form for any rank (switch rank3_nets, the default: on CUDA median3w_kernel / median3p_kernel
-// with merge_9x9 and ranks_around, median2d_kernel merging the sorted columns whole, 8-byte
-// voxels in 3D the rank kernel; on the host rank27 / rank9, in 16-bit lanes for 8- and 16-bit
+// Every rank of 3x3x3 and of 3x3 and 5x5 per slice (and 3x3x1 and 5x5x1 in 3D) by the median's
+// networks in their form for any rank (switch rank_nets, the default: on CUDA median3w_kernel /
+// median3p_kernel with merge_9x9 and ranks_around, median2d_kernel merging the sorted columns
+// (3x3: all three; 5x5: four, then selecting with the fifth), 8-byte voxels in 3D the rank
+// kernel; on the host rank27 / rank9 / rank25_of_columns, in 16-bit lanes for 8- and 16-bit
 // voxels), every border mode, odd extents of several tiles in x and y and several z chunks, one
 // slice, random (ties for 8-bit voxels) and clustered data with the type's extremes (the
 // networks' sentinels); and a few ranks with the switch off (the rank machinery).
@@ -227,17 +228,24 @@ TYPED_TEST(RankTyped, SmallWindowsAtEveryRank) {
     const border m = all_modes[k % 4];
     check<T>(e, k % 2 == 0 ? c : h, 3, k, opts(m, 2, -3.0), k % 2 == 0 ? "clustered" : "random");
   }
+  for (long k = 1; k < 24; ++k) {
+    const border m = all_modes[k % 4];
+    check<T>(e, k % 2 == 0 ? c : h, 5, k, opts(m, 2, 9.0), k % 2 == 0 ? "clustered" : "random");
+  }
   check<T>(e, c, {3, 3, 1}, 2, opts(border::wrap, 3), "clustered");
+  check<T>(e, h, {5, 5, 1}, 17, opts(border::constant, 3, -1e9), "random");
   check<T>(e, h, 3, -2, opts(border::constant, 3, 1e9), "random");
   const extent3 one{33, 7, 1};
   const std::vector<T> s = random_voxels<T>(one, 311);
   for (border m : all_modes) {
     check<T>(one, s, 3, 20, opts(m, 3, 2.0), "one slice");
     check<T>(one, s, 3, 6, opts(m, 2, 2.0), "one slice");
+    check<T>(one, s, 5, 3, opts(m, 2, 2.0), "one slice");
   }
-  const vox::detail::filt::scoped_path off(vox::detail::filt::rank3_nets, false);
-  check<T>(e, h, 3, 6, opts(border::reflect, 3), "random, rank3_nets off");
-  check<T>(e, c, 3, 2, opts(border::nearest, 2), "clustered, rank3_nets off");
+  const vox::detail::filt::scoped_path off(vox::detail::filt::rank_nets, false);
+  check<T>(e, h, 3, 6, opts(border::reflect, 3), "random, rank_nets off");
+  check<T>(e, c, 3, 2, opts(border::nearest, 2), "clustered, rank_nets off");
+  check<T>(e, h, 5, 8, opts(border::wrap, 2), "random, rank_nets off");
 }
 
 // One value everywhere: one bin; in constant mode cval joins the windows at the borders.

@@ -45,6 +45,8 @@ VOX_HD inline double vmax(double a, double b) { return (a < b || a != a) ? b : a
 /// types specialise it (lanes16.hpp).
 template <class V>
 struct net_bounds {
+  static_assert(std::numeric_limits<V>::is_specialized,
+                "net_bounds: specialise it for a value type without numeric_limits");
   VOX_HD static V lo() {
     if constexpr (std::numeric_limits<V>::has_infinity) {
       return -std::numeric_limits<V>::infinity();

@@ -160,38 +160,40 @@ VOX_HD inline void sort_plane(const V* v, V (&out)[9]) {
   merge_3x3(a, b, c, out);
 }
 
-/// The (k + 1)-th smallest (0-based rank k) of 27 values, given m[j] = rank k - 9 + j of the
-/// merge M of two sorted planes (0-based; the median, k = 13: ranks 4..13, merge_9x9_mid) and the
-/// third plane sorted (a): min over i of max(A_(i-1), M_(k-i)), i the values taken from a
-/// (0..9), with A_(-1) = -infinity. Ranks of M outside 0..17 are sentinels (ranks_around): the
-/// lowest value below, the highest above, so that every term they make is either the term of a
-/// real split or no smaller than the result.
-template <class V>
-VOX_HD inline V kth_of_ranks(const V (&m)[10], const V (&a)[9]) {
-  V r = m[9];
+/// The (k + 1)-th smallest (0-based rank k) of the union of two sorted lists, given m[j] = rank
+/// k - (M - 1) + j of the first list (M ranks of it) and the second list a (M - 1 values): min over i of max(A_(i-1), S_(k-i)), i the values taken from a (0..M - 1), with
+/// A_(-1) = -infinity. Ranks of the first list outside its length are sentinels (ranks_from: the
+/// lowest value below, the highest above), so that every term they make is either the term of a
+/// real split or no smaller than the result. 3x3x3 (M = 10): the first list is the merge of two
+/// sorted planes (the median, k = 13: ranks 4..13, merge_9x9_mid), a the third plane; 5x5 (M =
+/// 6): the merge of four sorted columns, a the fifth.
+template <class V, int M>
+VOX_HD inline V kth_of_ranks(const V (&m)[M], const V (&a)[M - 1]) {
+  V r = m[M - 1];
   VOX_FILTER_UNROLL
-  for (int i = 1; i <= 9; ++i) r = vmin(r, vmax(m[9 - i], a[i - 1]));
+  for (int i = 1; i < M; ++i) r = vmin(r, vmax(m[M - 1 - i], a[i - 1]));
   return r;
 }
 
-/// m[j] = s[K - 9 + j] for j in 0..9, net_bounds' lo below rank 0 and hi above rank 17.
-template <int K, class V>
-VOX_HD inline void ranks_from(const V (&s)[18], V (&m)[10]) {
+/// m[j] = s[K - (M - 1) + j] for j in 0..M - 1: net_bounds' lo below rank 0 and hi above rank
+/// N - 1.
+template <int K, class V, int N, int M>
+VOX_HD inline void ranks_from(const V (&s)[N], V (&m)[M]) {
   VOX_FILTER_UNROLL
-  for (int j = 0; j < 10; ++j) {
-    const int i = K - 9 + j;
+  for (int j = 0; j < M; ++j) {
+    const int i = K - (M - 1) + j;
     m[j] = i < 0    ? net_bounds<V>::lo()
-           : i > 17 ? net_bounds<V>::hi()
+           : i >= N ? net_bounds<V>::hi()
                     : s[i < 0    ? 0
-                        : i > 17 ? 17
+                        : i >= N ? N - 1
                                  : i];
   }
 }
 
 /// ranks_from<k> for the k in [Lo, Hi]: a binary search over k by uniform branches (k is the
 /// same for every thread, a filter's rank), no indexing of registers at run time.
-template <int Lo, int Hi, class V>
-VOX_HD inline void ranks_between(const V (&s)[18], int k, V (&m)[10]) {
+template <int Lo, int Hi, class V, int N, int M>
+VOX_HD inline void ranks_between(const V (&s)[N], int k, V (&m)[M]) {
   if constexpr (Lo == Hi) {
     ranks_from<Lo>(s, m);
   } else {
@@ -209,6 +211,61 @@ VOX_HD inline void ranks_between(const V (&s)[18], int k, V (&m)[10]) {
 template <class V>
 VOX_HD inline void ranks_around(const V (&s)[18], int k, V (&m)[10]) {
   ranks_between<0, 26>(s, k, m);
+}
+
+/// The window of ranks for a rank K known at compile time (the median's): ranks_from<K>.
+template <int K>
+struct fixed_rank {
+  template <class V, int N, int M>
+  VOX_HD void operator()(const V (&s)[N], V (&m)[M]) const {
+    ranks_from<K>(s, m);
+  }
+};
+/// The window of ranks for a rank k known at run time, 0 .. N + M - 2 (the values of both
+/// lists): ranks_between.
+struct run_time_rank {
+  int k;
+  template <class V, int N, int M>
+  VOX_HD void operator()(const V (&s)[N], V (&m)[M]) const {
+    ranks_between<0, N + M - 2>(s, k, m);
+  }
+};
+
+/// Four sorted columns of five merged into their sorted 20 (merge_5x5 twice, merge_10x10: 122
+/// min/max; the compiler drops the comparators that feed no rank the caller keeps: 88 for the
+/// six ranks 7..12 of the median).
+template <class V>
+VOX_HD inline void merge_four_columns(const V (&p)[5], const V (&q)[5], const V (&u)[5],
+                                      const V (&w)[5], V (&out)[20]) {
+  V a[10], b[10];
+  merge_5x5(p, q, a);
+  merge_5x5(u, w, b);
+  merge_10x10(a, b, out);
+}
+
+/// A rank of a 5x5 window given its five sorted columns c[j][i] (the i-th smallest of column j):
+/// columns 0..3 merged (merge_four_columns), the rank's window of six ranks of the merge taken
+/// by `win` (fixed_rank, run_time_rank), then kth_of_ranks with column 4. The median (rank 12)
+/// takes 98 min/max, against median25_of_sorted_columns' 118.
+template <class V, class Win>
+VOX_HD inline V rank25_of_sorted_columns(const V (&c)[5][5], Win win) {
+  V s[20], m[6];
+  merge_four_columns(c[0], c[1], c[2], c[3], s);
+  win(s, m);
+  return kth_of_ranks(m, c[4]);
+}
+
+/// The same rank of two neighbouring 5x5 windows given their six sorted columns c[j][i]; window
+/// a takes columns 0-4, b columns 1-5: their four common columns are merged once, and each
+/// window selects with its own fifth column (the median: 88 + 2 x 10 min/max, against
+/// median25_pair_of_sorted_columns' 189). For voxels that take one value a register.
+template <class V, class Win>
+VOX_HD inline void rank25_pair_of_sorted_columns(const V (&c)[6][5], Win win, V& a, V& b) {
+  V s[20], m[6];
+  merge_four_columns(c[1], c[2], c[3], c[4], s);
+  win(s, m);
+  a = kth_of_ranks(m, c[0]);
+  b = kth_of_ranks(m, c[5]);
 }
 
 /// w[k] for a rank k (0..8) that every thread shares, by a switch (no indexing of registers at
