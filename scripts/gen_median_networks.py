@@ -230,7 +230,6 @@ def main():
     check_merge(5, 5)
     check_merge(10, 10)
     sops, souts = sort_program(5)
-    gops, gouts = merge_program(9, 9)
     mops, mout = median_of_sorted_columns(5)
     pops, pa, pb = median_pair_of_sorted_columns(5)
     out = []
@@ -278,16 +277,7 @@ def main():
     out.append(f"  b = {pb};")
     out.append("}")
     out.append("")
-    out.append(f"/// Two sorted 9-lists -> their sorted 18 ({len(gops)} min/max): Batcher's odd-even merge.")
-    out.append("template <class V>")
-    out.append("VOX_HD inline void merge_9x9(const V (&p)[9], const V (&q)[9], V (&out)[18]) {")
-    body, _ = emit(gops, gouts)
-    out += body
-    for i, o in enumerate(gouts):
-        out.append(f"  out[{i}] = {o};")
-    out.append("}")
-    out.append("")
-    for n in (5, 10):
+    for n in (9, 5, 10):
         mops, mouts = merge_program(n, n)
         out.append(f"/// Two sorted {n}-lists -> their sorted {2 * n} ({len(mops)} min/max): Batcher's odd-even merge.")
         out.append("template <class V>")

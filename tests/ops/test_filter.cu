@@ -1017,20 +1017,31 @@ TEST(MedianNetworks, Median25OfSortedColumnsOnEveryZeroOneWindow) {
 // The pair network of the 5x5 median (median25_pair_of_sorted_columns, generated) on every 0-1
 // window of each of its two windows: window a takes sorted columns 0-4, b 1-5; each window's
 // median depends only on its own columns, so the other's extra column is held at 0.
-TEST(MedianNetworks, Median25PairOfSortedColumnsOnEveryZeroOneWindow) {
+namespace {
+/// A pair network's wrong answers (pair(s, a, b): the medians a and b of windows s[0..4] and
+/// s[1..5]) on every 0-1 window of each of its two windows, the other's extra column held at 0.
+template <class Pair>
+void expect_pair_right_on_zero_one_windows(Pair pair) {
   for (int first = 0; first < 2; ++first) {
     SCOPED_TRACE(first == 0 ? "window a" : "window b");
-    EXPECT_EQ(wrong_on_zero_one_windows([first](const bits64(&c)[5][5]) {
+    EXPECT_EQ(wrong_on_zero_one_windows([first, pair](const bits64(&c)[5][5]) {
                 bits64 s[6][5];
                 for (int i = 0; i < 5; ++i) s[first == 0 ? 5 : 0][i] = {0};
                 for (int j = 0; j < 5; ++j)
                   for (int i = 0; i < 5; ++i) s[first + j][i] = c[j][i];
                 bits64 a{}, b{};
-                vox::detail::filt::median25_pair_of_sorted_columns(s, a, b);
+                pair(s, a, b);
                 return first == 0 ? a.v : b.v;
               }),
               0u);
   }
+}
+}  // namespace
+
+TEST(MedianNetworks, Median25PairOfSortedColumnsOnEveryZeroOneWindow) {
+  expect_pair_right_on_zero_one_windows([](const bits64(&s)[6][5], bits64& a, bits64& b) {
+    vox::detail::filt::median25_pair_of_sorted_columns(s, a, b);
+  });
 }
 
 // The 5x5 ranks by merging four sorted columns and selecting with the fifth (median_network.cuh:
@@ -1058,20 +1069,10 @@ TEST(MedianNetworks, Rank25OfSortedColumnsOnEveryZeroOneWindow) {
 // The pair form (rank25_pair_of_sorted_columns: the four common columns merged once) at the
 // median on every 0-1 window of each of its two windows, as Median25PairOfSortedColumns.
 TEST(MedianNetworks, Rank25PairOfSortedColumnsOnEveryZeroOneWindow) {
-  for (int first = 0; first < 2; ++first) {
-    SCOPED_TRACE(first == 0 ? "window a" : "window b");
-    EXPECT_EQ(wrong_on_zero_one_windows([first](const bits64(&c)[5][5]) {
-                bits64 s[6][5];
-                for (int i = 0; i < 5; ++i) s[first == 0 ? 5 : 0][i] = {0};
-                for (int j = 0; j < 5; ++j)
-                  for (int i = 0; i < 5; ++i) s[first + j][i] = c[j][i];
-                bits64 a{}, b{};
-                vox::detail::filt::rank25_pair_of_sorted_columns(
-                    s, vox::detail::filt::fixed_rank<12>{}, a, b);
-                return first == 0 ? a.v : b.v;
-              }),
-              0u);
-  }
+  expect_pair_right_on_zero_one_windows([](const bits64(&s)[6][5], bits64& a, bits64& b) {
+    vox::detail::filt::rank25_pair_of_sorted_columns(s, vox::detail::filt::fixed_rank<12>{}, a,
+                                                     b);
+  });
 }
 
 // Every rank of a 5x5 window from its sorted columns against a sort: ints with ties and the
