@@ -125,9 +125,9 @@ std::vector<case_desc> all_cases() {
       v.push_back(c);
     }
   // The rank machinery beyond the issue's sizes, as users call it: the median of 7 x 7 x 7, a
-  // rank of 3 x 3 x 3 other than the median, one of 3 x 3 and the 25th percentile of 5 x 5 per
-  // slice (the median's networks in their form for any rank; alternative rank_kernel: the rank
-  // machinery), the 25th percentile of 5 x 5 x 5. No targets; the sweep's alternative any_radii times the instance
+  // rank of 3 x 3 x 3 other than the median and one of 3 x 3 per slice (the median's networks
+  // in their form for any rank; alternative rank_kernel: the rank machinery), the 25th
+  // percentile of 5 x 5 per slice (alternative merged_columns: the networks) and of 5 x 5 x 5. No targets; the sweep's alternative any_radii times the instance
   // of rank_kernel that takes any radii.
   const auto rank_case = [&v](op_kind op, const char* opname, std::size_t size, long rank, double q,
                               int dims = 3) {
@@ -343,10 +343,12 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //  - the rank machinery in 3D (median 5 and 7, rank_filter, percentile_filter): the
     //    instance of rank_kernel taking any radii (any_radii; default: the one compiled for the
     //    window's square x-y radius 1 to 3);
-    //  - rank_filter and percentile_filter of 3x3x3, and of 3x3 and 5x5 per slice: the rank
-    //    machinery (rank_kernel; default: the median's networks in their form for any rank);
-    //  - the 5x5 median per slice: the generated row networks (row_networks; default: four
-    //    sorted columns merged, then the selection with the fifth);
+    //  - rank_filter and percentile_filter of 3x3x3 and 3x3 per slice: the rank machinery
+    //    (rank_kernel; default: the median's networks in their form for any rank); of 5x5 per
+    //    slice: those networks, four sorted columns merged, then the selection with the fifth
+    //    (merged_columns, not yet run on a GPU; default: the rank machinery);
+    //  - the 5x5 median per slice: four sorted columns merged, then the selection with the
+    //    fifth (merged_columns, not yet run on a GPU; default: the generated row networks);
     //  - the 3x3 median per slice: the network per voxel, nine loads each (per_voxel; default:
     //    tiles of sorted y-triples, two outputs a thread); the 5x5 median per slice: the rank
     //    kernel (rank_kernel; default: tiles of sorted y-columns and the 118-op network);
@@ -403,11 +405,12 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
          c.op == op_kind::percentile) &&
         c.dims == 3)
       alts.push_back({&filt::rank_fixed_radii, false, "any_radii"});
-    if ((c.op == op_kind::rank || c.op == op_kind::percentile) &&
-        (c.size == 3 || (c.size == 5 && c.dims == 2)))
+    if ((c.op == op_kind::rank || c.op == op_kind::percentile) && c.size == 3)
       alts.push_back({&filt::rank_nets, false, "rank_kernel"});
+    if ((c.op == op_kind::rank || c.op == op_kind::percentile) && c.size == 5 && c.dims == 2)
+      alts.push_back({&filt::rank25_nets, true, "merged_columns"});
     if (c.op == op_kind::median && c.size == 5 && c.dims == 2)
-      alts.push_back({&filt::median25_merge, false, "row_networks"});
+      alts.push_back({&filt::median25_merge, true, "merged_columns"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
       alts.push_back({&filt::median3_lanes, false, "int_values"});
       alts.push_back(

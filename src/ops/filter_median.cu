@@ -930,8 +930,8 @@ struct rank_fn {
 /// The rank filter of 0-based rank `rank` in [0, window) over the box of radii r, after the
 /// arguments were checked: erosion and dilation for the extreme ranks (as scipy), the median
 /// kernels and networks for 3x3x3 windows and 3x3 and 5x5 per slice (the median's own, or with
-/// rank_nets their forms for any rank; on CUDA 8-byte voxels only for the 3x3x3 median), the
-/// rank machinery else.
+/// rank_nets their forms for any rank, 5x5 only under rank25_nets; on CUDA 8-byte voxels only
+/// for the 3x3x3 median), the rank machinery else.
 template <class T>
 void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<T>& out, radii r,
                long rank, const filter_options& o) {
@@ -955,9 +955,10 @@ void rank_impl(stream_set& streams, const char* op, const volume<T>& in, volume<
   const bool nets = mid || rank_nets.load(std::memory_order_relaxed);
   const int k = static_cast<int>(rank);
   const bool cube3 = nets && r.x == 1 && r.y == 1 && r.z == 1;
-  // A square window per slice (2D, or a 3D window of depth 1) under nets: its radius, 1 or 2; 0
-  // for any other window.
-  const idx_t flat = nets && r.z == 0 && r.x == r.y && (r.x == 1 || r.x == 2) ? r.x : 0;
+  // A square window per slice (2D, or a 3D window of depth 1) under nets: its radius, 1 or 2
+  // (the median, or under rank25_nets any rank); 0 for any other window.
+  const bool nets25 = mid || (nets && rank25_nets.load(std::memory_order_relaxed));
+  const idx_t flat = nets && r.z == 0 && r.x == r.y && (r.x == 1 || (r.x == 2 && nets25)) ? r.x : 0;
   const bool net2d = median2d_net.load(std::memory_order_relaxed);
 #if VOX_BACKEND_CUDA
   if (cube3 && (mid || sizeof(T) <= 4)) {

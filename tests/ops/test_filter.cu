@@ -943,7 +943,7 @@ TYPED_TEST(FilterTyped, Median2DPathsMatchReference) {
       check_median<T>(odd_ext, size, opts(border::reflect, 2), three, 64);
       check_median<T>(extent3{200, 70, 9}, size, opts(border::constant, 2, 250.0), three, 65);
     }
-    // 3D windows of depth 1 take the same paths, and another rank (11) their form for any rank.
+    // 3D windows of depth 1 take the same paths; another rank (11) takes the rank machinery.
     const extent3 e{69, 21, 4};
     const std::vector<T> h = random_voxels<T>(e, 68);
     check_rank<T>(e, h, {5, 5, 1}, 12, opts(border::reflect, 3), three);
@@ -1046,7 +1046,7 @@ TEST(MedianNetworks, Median25PairOfSortedColumnsOnEveryZeroOneWindow) {
 
 // The 5x5 ranks by merging four sorted columns and selecting with the fifth (median_network.cuh:
 // rank25_of_sorted_columns, the median's form under median25_merge and every rank's under
-// rank_nets) on every 0-1 window: the median (rank 12, fixed_rank), and ranks 1, 7 and 20 at run
+// rank25_nets) on every 0-1 window: the median (rank 12, fixed_rank), and ranks 1, 7 and 20 at run
 // time (run_time_rank: sentinels below and above the merge's ranks). Every other rank is checked
 // against a sort in Rank25AtEveryRank.
 TEST(MedianNetworks, Rank25OfSortedColumnsOnEveryZeroOneWindow) {

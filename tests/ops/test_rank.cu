@@ -207,11 +207,10 @@ TYPED_TEST(RankTyped, FixedAndRunTimeRadiiAgree) {
   }
 }
 
-// Every rank of 3x3x3 and of 3x3 and 5x5 per slice (and 3x3x1 and 5x5x1 in 3D) by the median's
-// networks in their form for any rank (switch rank_nets, the default: on CUDA median3w_kernel /
-// median3p_kernel with merge_9x9 and ranks_around, median2d_kernel merging the sorted columns
-// (3x3: all three; 5x5: four, then selecting with the fifth), 8-byte voxels in 3D the rank
-// kernel; on the host rank27 / rank9 / rank25_of_columns, in 16-bit lanes for 8- and 16-bit
+// Every rank of 3x3x3 and of 3x3 per slice (and 3x3x1 in 3D) by the median's networks in their
+// form for any rank (switch rank_nets, the default: on CUDA median3w_kernel / median3p_kernel
+// with merge_9x9 and ranks_around, median2d_kernel merging the three sorted columns, 8-byte
+// voxels in 3D the rank kernel; on the host rank27 / rank9, in 16-bit lanes for 8- and 16-bit
 // voxels), every border mode, odd extents of several tiles in x and y and several z chunks, one
 // slice, random (ties for 8-bit voxels) and clustered data with the type's extremes (the
 // networks' sentinels); and a few ranks with the switch off (the rank machinery).
@@ -228,24 +227,49 @@ TYPED_TEST(RankTyped, SmallWindowsAtEveryRank) {
     const border m = all_modes[k % 4];
     check<T>(e, k % 2 == 0 ? c : h, 3, k, opts(m, 2, -3.0), k % 2 == 0 ? "clustered" : "random");
   }
-  for (long k = 1; k < 24; ++k) {
-    const border m = all_modes[k % 4];
-    check<T>(e, k % 2 == 0 ? c : h, 5, k, opts(m, 2, 9.0), k % 2 == 0 ? "clustered" : "random");
-  }
   check<T>(e, c, {3, 3, 1}, 2, opts(border::wrap, 3), "clustered");
-  check<T>(e, h, {5, 5, 1}, 17, opts(border::constant, 3, -1e9), "random");
   check<T>(e, h, 3, -2, opts(border::constant, 3, 1e9), "random");
   const extent3 one{33, 7, 1};
   const std::vector<T> s = random_voxels<T>(one, 311);
   for (border m : all_modes) {
     check<T>(one, s, 3, 20, opts(m, 3, 2.0), "one slice");
     check<T>(one, s, 3, 6, opts(m, 2, 2.0), "one slice");
-    check<T>(one, s, 5, 3, opts(m, 2, 2.0), "one slice");
   }
   const vox::detail::filt::scoped_path off(vox::detail::filt::rank_nets, false);
   check<T>(e, h, 3, 6, opts(border::reflect, 3), "random, rank_nets off");
   check<T>(e, c, 3, 2, opts(border::nearest, 2), "clustered, rank_nets off");
-  check<T>(e, h, 5, 8, opts(border::wrap, 2), "random, rank_nets off");
+}
+
+// Every rank of 5x5 per slice (and 5x5x1 in 3D) by merging four sorted columns and selecting
+// with the fifth (rank25_of_columns: switch rank25_nets for the ranks other than the median,
+// median25_merge for the median; both off by default until a GPU has measured them): on CUDA
+// median2d_kernel<T, 2>, on the host median25_fn, in 16-bit lanes for 8- and 16-bit voxels and
+// with the four common columns of a pair merged once for the others; every border mode, odd
+// extents, one slice, random and clustered data with the type's extremes; and the defaults.
+TYPED_TEST(RankTyped, Windows5x5PerSliceAtEveryRank) {
+  using T = TypeParam;
+  namespace filt = vox::detail::filt;
+  const extent3 e{67, 13, 9};
+  const std::vector<T> h = random_voxels<T>(e, 312);
+  const std::vector<T> c = clustered<T>(e, 313);
+  const extent3 one{33, 7, 1};
+  const std::vector<T> s = random_voxels<T>(one, 314);
+  for (bool merged : {true, false}) {
+    SCOPED_TRACE(merged ? "rank25_nets and median25_merge on" : "the defaults");
+    const filt::scoped_path p(filt::rank25_nets, merged);
+    const filt::scoped_path q(filt::median25_merge, merged);
+    for (long k = 1; k < 24; ++k) {
+      if (!merged && k % 5 != 2) continue;
+      const border m = all_modes[k % 4];
+      check<T>(e, k % 2 == 0 ? c : h, 5, k, opts(m, 2, 9.0), k % 2 == 0 ? "clustered" : "random");
+    }
+    check<T>(e, h, {5, 5, 1}, 17, opts(border::constant, 3, -1e9), "random");
+    check<T>(e, c, {5, 5, 1}, 12, opts(border::wrap, 3), "clustered");
+    for (border m : all_modes) {
+      check<T>(one, s, 5, 3, opts(m, 2, 2.0), "one slice");
+      check<T>(one, s, 5, 12, opts(m, 2, 2.0), "one slice");
+    }
+  }
 }
 
 // One value everywhere: one bin; in constant mode cval joins the windows at the borders.

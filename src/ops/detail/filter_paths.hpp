@@ -155,15 +155,23 @@ inline std::atomic<bool> median3_three_blocks{true};
 /// instance that takes any radii at run time (false). The same voxels.
 inline std::atomic<bool> rank_fixed_radii{true};
 
-/// rank_filter and percentile_filter over 3x3x3 windows and 3x3 and 5x5 per slice at a rank
-/// other than the median: the median's kernels and networks in their form for any rank (true,
-/// the default: on CUDA median3w_kernel / median3p_kernel with the shared planes merged whole,
-/// merge_9x9; median2d_kernel merging the three sorted columns whole (3x3), or four and selecting
-/// with the fifth (5x5, rank25_of_columns); 8-byte voxels in 3D take the rank kernel; on the host
-/// median_fn / median3_lanes_fn by rank27 and rank9, median25_fn by rank25_of_columns), or the
-/// rank machinery (false: rank_kernel on CUDA, the per-voxel selection on the host). The same
-/// voxels.
+/// rank_filter and percentile_filter over 3x3x3 windows and 3x3 per slice (and 5x5 per slice
+/// under rank25_nets) at a rank other than the median: the median's kernels and networks in their
+/// form for any rank (true, the default: on CUDA median3w_kernel / median3p_kernel with the shared
+/// planes merged whole, merge_9x9; median2d_kernel merging the three sorted columns whole (3x3),
+/// or four and selecting with the fifth (5x5, rank25_of_columns); 8-byte voxels in 3D take the
+/// rank kernel; on the host median_fn / median3_lanes_fn by rank27 and rank9, median25_fn by
+/// rank25_of_columns), or the rank machinery (false: rank_kernel on CUDA, the per-voxel selection
+/// on the host). The same voxels. Measured on an H100 (2026-12-07): 5.1-15.6x faster than the
+/// rank kernel for 3x3x3 and 3x3.
 inline std::atomic<bool> rank_nets{true};
+
+/// Under rank_nets, the 5x5 windows per slice at a rank other than the median too (true), or not
+/// (false, the default: the rank machinery). Written on 2026-12-07 after the session's device
+/// time ran out: tested on the host backend (the same functions as the kernel's), compiled for
+/// sm_90, not yet run on a GPU; switched on once a GPU has run its tests and measured it
+/// (bench_ops --sweep, case percentile2d_size=5, alternative merged_columns).
+inline std::atomic<bool> rank25_nets{false};
 
 /// The 3x3 and 5x5 medians per slice (also 3D windows of depth 1). On the CUDA backend,
 /// true (the default): tiles of sorted y-columns in shared memory, two outputs a thread in lanes,
@@ -181,11 +189,12 @@ inline std::atomic<bool> median2d_net{true};
 inline std::atomic<bool> median2d_pair_net{true};
 
 /// The 5x5 median per slice, under median2d_net: by merging four of the window's sorted columns
-/// and selecting with the fifth (true, the default: rank25_of_columns at rank 12, 98 min or max a
-/// pair in 16-bit lanes, 88 + 2 x 10 for a pair of values whose four common columns are merged
-/// once), or by the generated row networks (false: median25_of_sorted_columns' 118, or
-/// median2d_pair_net's 189 for the pair). Both backends; the same voxels.
-inline std::atomic<bool> median25_merge{true};
+/// and selecting with the fifth (true: rank25_of_columns at rank 12, 98 min or max a pair in
+/// 16-bit lanes, 88 + 2 x 10 for a pair of values whose four common columns are merged once), or
+/// by the generated row networks (false, the default: median25_of_sorted_columns' 118, or
+/// median2d_pair_net's 189 for the pair). Both backends; the same voxels. Written on 2026-12-07
+/// after the session's device time ran out (as rank25_nets): not yet run on a GPU, so off.
+inline std::atomic<bool> median25_merge{false};
 
 /// Sets a switch above for the object's lifetime and restores its value afterwards (tests and
 /// benchmarks that run both paths).
