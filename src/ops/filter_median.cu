@@ -405,7 +405,7 @@ struct mw_loads {
 // 8- and 16-bit voxels int (median3_int_values), whose min and max need no byte packing and
 // unpacking (PRMT) around every pair of the network's values. Any: a rank other than the
 // median, `rank` (0..26; switch rank_nets): the two planes that outputs share are merged
-// whole (merge_9x9, 60 ops a column against merge_9x9_mid's 48), and ranks_around takes the ten
+// whole (merge_9x9, 60 ops a column against merge_9x9_mid's 48), and run_time_rank takes the ten
 // ranks that kth_of_ranks needs.
 template <class T, class V = T, bool Any = false>
 __global__ void __launch_bounds__(mw_threads, 2)
@@ -485,9 +485,9 @@ __global__ void __launch_bounds__(mw_threads, 2)
       if constexpr (Any) {                // planes z, z + 1: shared by outputs z, z + 1
         V s18[18];
         merge_9x9(m0, n0, s18);
-        ranks_around(s18, rank, r0);
+        run_time_rank{rank}(s18, r0);
         merge_9x9(m1, n1, s18);
-        ranks_around(s18, rank, r1);
+        run_time_rank{rank}(s18, r1);
       } else {
         merge_9x9_mid(m0, n0, r0);
         merge_9x9_mid(m1, n1, r1);
@@ -611,7 +611,7 @@ __global__ void __launch_bounds__(mw_threads, MinBlocks)
       if constexpr (Any) {               // planes z, z + 1: shared by outputs z, z + 1
         L s18[18];
         merge_9x9(mid, next, s18);
-        ranks_around(s18, rank, m);
+        run_time_rank{rank}(s18, m);
       } else {
         merge_9x9_mid(mid, next, m);
       }

@@ -1178,7 +1178,7 @@ TEST(MedianNetworks, Merge9x9OnEverySortedZeroOnePair) {
 
 // rank27 and rank9 (median_network.cuh: the 3x3(x3) rank filters' networks, both backends) at
 // every rank against a sort of the window: ints with many ties and the type's extremes (the
-// sentinels of ranks_around are the extremes themselves), floats with infinities, and two
+// sentinels of ranks_from are the extremes themselves), floats with infinities, and two
 // voxels at once in 16-bit lanes (unsigned, signed) and in pairs of floats.
 TEST(MedianNetworks, Rank27AndRank9AtEveryRank) {
   namespace filt = vox::detail::filt;

@@ -209,7 +209,7 @@ TYPED_TEST(RankTyped, FixedAndRunTimeRadiiAgree) {
 
 // Every rank of 3x3x3 and of 3x3 per slice (and 3x3x1 in 3D) by the median's networks in their
 // form for any rank (switch rank_nets, the default: on CUDA median3w_kernel / median3p_kernel
-// with merge_9x9 and ranks_around, median2d_kernel merging the three sorted columns, 8-byte
+// with merge_9x9 and run_time_rank, median2d_kernel merging the three sorted columns, 8-byte
 // voxels in 3D the rank kernel; on the host rank27 / rank9, in 16-bit lanes for 8- and 16-bit
 // voxels), every border mode, odd extents of several tiles in x and y and several z chunks, one
 // slice, random (ties for 8-bit voxels) and clustered data with the type's extremes (the

@@ -40,7 +40,7 @@ VOX_HD inline float vmax(float a, float b) { return ::fmaxf(a, b); }
 VOX_HD inline double vmin(double a, double b) { return (b < a || a != a) ? b : a; }
 VOX_HD inline double vmax(double a, double b) { return (a < b || a != a) ? b : a; }
 
-/// The sentinels of a rank network's values V (ranks_around): lo() no larger and hi() no smaller
+/// The sentinels of a rank network's values V (ranks_from): lo() no larger and hi() no smaller
 /// than any value, infinities for floating types (so that infinite voxels stay exact). The lanes
 /// types specialise it (lanes16.hpp).
 template <class V>

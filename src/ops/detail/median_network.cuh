@@ -160,11 +160,11 @@ VOX_HD inline void sort_plane(const V* v, V (&out)[9]) {
   merge_3x3(a, b, c, out);
 }
 
-/// The (k + 1)-th smallest (0-based rank k) of the union of two sorted lists, given m[j] = rank
-/// k - (M - 1) + j of the first list (M ranks of it) and the second list a (M - 1 values): min over i of max(A_(i-1), S_(k-i)), i the values taken from a (0..M - 1), with
-/// A_(-1) = -infinity. Ranks of the first list outside its length are sentinels (ranks_from: the
-/// lowest value below, the highest above), so that every term they make is either the term of a
-/// real split or no smaller than the result. 3x3x3 (M = 10): the first list is the merge of two
+/// The (k + 1)-th smallest (0-based rank k) of the union of two sorted lists S and A, given
+/// m[j] = S_(k - (M - 1) + j) (M ranks of S) and A whole (M - 1 values): min over i of
+/// max(A_(i-1), S_(k-i)), i the values taken from A (0..M - 1), with A_(-1) = -infinity. Ranks of
+/// S outside its length are sentinels (ranks_from: the lowest value below, the highest above),
+/// so that every term they make is either the term of a real split or no smaller than the result. 3x3x3 (M = 10): the first list is the merge of two
 /// sorted planes (the median, k = 13: ranks 4..13, merge_9x9_mid), a the third plane; 5x5 (M =
 /// 6): the merge of four sorted columns, a the fifth.
 template <class V, int M>
@@ -182,11 +182,8 @@ VOX_HD inline void ranks_from(const V (&s)[N], V (&m)[M]) {
   VOX_FILTER_UNROLL
   for (int j = 0; j < M; ++j) {
     const int i = K - (M - 1) + j;
-    m[j] = i < 0    ? net_bounds<V>::lo()
-           : i >= N ? net_bounds<V>::hi()
-                    : s[i < 0    ? 0
-                        : i >= N ? N - 1
-                                 : i];
+    const int in = i < 0 ? 0 : i >= N ? N - 1 : i;  // (an index of s even where unused)
+    m[j] = i < 0 ? net_bounds<V>::lo() : i >= N ? net_bounds<V>::hi() : s[in];
   }
 }
 
@@ -206,13 +203,6 @@ VOX_HD inline void ranks_between(const V (&s)[N], int k, V (&m)[M]) {
   }
 }
 
-/// The window of ranks that kth_of_ranks takes for rank k (0..26) of a 3x3x3 window, from the
-/// sorted merge s of two planes (merge_9x9).
-template <class V>
-VOX_HD inline void ranks_around(const V (&s)[18], int k, V (&m)[10]) {
-  ranks_between<0, 26>(s, k, m);
-}
-
 /// The window of ranks for a rank K known at compile time (the median's): ranks_from<K>.
 template <int K>
 struct fixed_rank {
@@ -222,7 +212,7 @@ struct fixed_rank {
   }
 };
 /// The window of ranks for a rank k known at run time, 0 .. N + M - 2 (the values of both
-/// lists): ranks_between.
+/// lists; 3x3x3: the merge of two planes, N = 18, and the third, M - 1 = 9): ranks_between.
 struct run_time_rank {
   int k;
   template <class V, int N, int M>
@@ -317,7 +307,7 @@ VOX_HD inline V median27(const V (&v)[27]) {
 
 /// The rank-k smallest (0-based, 0..26) of a 3x3x3 window v[(dz * 3 + dy) * 3 + dx]: the
 /// networks of the fused CUDA kernels for a rank other than the median (planes 1 and 2 merged
-/// whole, merge_9x9; then ranks_around and kth_of_ranks).
+/// whole, merge_9x9; then run_time_rank and kth_of_ranks).
 template <class V>
 VOX_HD inline V rank27(const V (&v)[27], int k) {
   V p0[9], p1[9], p2[9], s[18], m[10];
@@ -325,7 +315,7 @@ VOX_HD inline V rank27(const V (&v)[27], int k) {
   sort_plane(v + 9, p1);
   sort_plane(v + 18, p2);
   merge_9x9(p1, p2, s);
-  ranks_around(s, k, m);
+  run_time_rank{k}(s, m);
   return kth_of_ranks(m, p0);
 }
 
