@@ -401,12 +401,15 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::median2d_net, false, "rank_kernel"});
     if (c.op == op_kind::median && c.size == 5 && c.dims == 2 && sizeof(T) >= 4)
       alts.push_back({&filt::median2d_pair_net, false, "pair_apart"});
+    // 3x3x3 ranks of voxels up to 4 bytes and 3x3 ranks per slice take the median's networks
+    // (rank_nets), not the rank machinery.
+    const bool nets3 = (c.op == op_kind::rank || c.op == op_kind::percentile) && c.size == 3 &&
+                       (c.dims == 2 || sizeof(T) <= 4);
     if (((c.op == op_kind::median && c.size >= 5) || c.op == op_kind::rank ||
          c.op == op_kind::percentile) &&
         c.dims == 3)
-      alts.push_back({&filt::rank_fixed_radii, false, "any_radii"});
-    if ((c.op == op_kind::rank || c.op == op_kind::percentile) && c.size == 3)
-      alts.push_back({&filt::rank_nets, false, "rank_kernel"});
+      alts.push_back({&filt::rank_fixed_radii, false, "any_radii", &filt::rank_nets, !nets3});
+    if (nets3) alts.push_back({&filt::rank_nets, false, "rank_kernel"});
     if ((c.op == op_kind::rank || c.op == op_kind::percentile) && c.size == 5 && c.dims == 2)
       alts.push_back({&filt::rank25_nets, true, "merged_columns"});
     if (c.op == op_kind::median && c.size == 5 && c.dims == 2)

@@ -235,6 +235,16 @@ TYPED_TEST(RankTyped, SmallWindowsAtEveryRank) {
     check<T>(one, s, 3, 20, opts(m, 3, 2.0), "one slice");
     check<T>(one, s, 3, 6, opts(m, 2, 2.0), "one slice");
   }
+  {
+    // 8- and 16-bit voxels without their 16-bit lanes: the network on int values (CUDA
+    // median3w_kernel<T, int, true>), then on the voxel type (median3w_kernel<T, T, true>; the
+    // host's median_fn by rank27).
+    namespace filt = vox::detail::filt;
+    const filt::scoped_path lanes(filt::median3_lanes, false);
+    check<T>(e, h, 3, 9, opts(border::reflect, 3), "random, median3_lanes off");
+    const filt::scoped_path ints(filt::median3_int_values, false);
+    check<T>(e, c, 3, 17, opts(border::constant, 3, 1e9), "clustered, median3_int_values off");
+  }
   const vox::detail::filt::scoped_path off(vox::detail::filt::rank_nets, false);
   check<T>(e, h, 3, 6, opts(border::reflect, 3), "random, rank_nets off");
   check<T>(e, c, 3, 2, opts(border::nearest, 2), "clustered, rank_nets off");
