@@ -127,8 +127,9 @@ std::vector<case_desc> all_cases() {
   // The rank machinery beyond the issue's sizes, as users call it: the median of 7 x 7 x 7, a
   // rank of 3 x 3 x 3 other than the median and one of 3 x 3 per slice (the median's networks
   // in their form for any rank; alternative rank_kernel: the rank machinery), the 25th
-  // percentile of 5 x 5 per slice (alternative merged_columns: the networks) and of 5 x 5 x 5. No targets; the sweep's alternative any_radii times the instance
-  // of rank_kernel that takes any radii.
+  // percentile of 5 x 5 per slice (the networks too; alternative rank_kernel) and of 5 x 5 x 5.
+  // No targets; the sweep's alternative any_radii times the instance of rank_kernel that takes
+  // any radii.
   const auto rank_case = [&v](op_kind op, const char* opname, std::size_t size, long rank, double q,
                               int dims = 3) {
     case_desc c;
@@ -345,10 +346,10 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    window's square x-y radius 1 to 3);
     //  - rank_filter and percentile_filter of 3x3x3 and 3x3 per slice: the rank machinery
     //    (rank_kernel; default: the median's networks in their form for any rank); of 5x5 per
-    //    slice: those networks, four sorted columns merged, then the selection with the fifth
-    //    (merged_columns, not yet run on a GPU; default: the rank machinery);
-    //  - the 5x5 median per slice: four sorted columns merged, then the selection with the
-    //    fifth (merged_columns, not yet run on a GPU; default: the generated row networks);
+    //    slice: the rank machinery (rank_kernel; default: those networks, four sorted columns
+    //    merged, then the selection with the fifth);
+    //  - the 5x5 median per slice: the generated row networks (row_networks; default: four
+    //    sorted columns merged, then the selection with the fifth);
     //  - the 3x3 median per slice: the network per voxel, nine loads each (per_voxel; default:
     //    tiles of sorted y-triples, two outputs a thread); the 5x5 median per slice: the rank
     //    kernel (rank_kernel; default: tiles of sorted y-columns and the 118-op network);
@@ -411,9 +412,9 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
       alts.push_back({&filt::rank_fixed_radii, false, "any_radii", &filt::rank_nets, !nets3});
     if (nets3) alts.push_back({&filt::rank_nets, false, "rank_kernel"});
     if ((c.op == op_kind::rank || c.op == op_kind::percentile) && c.size == 5 && c.dims == 2)
-      alts.push_back({&filt::rank25_nets, true, "merged_columns"});
+      alts.push_back({&filt::rank25_nets, false, "rank_kernel"});
     if (c.op == op_kind::median && c.size == 5 && c.dims == 2)
-      alts.push_back({&filt::median25_merge, true, "merged_columns"});
+      alts.push_back({&filt::median25_merge, false, "row_networks"});
     if (c.op == op_kind::median && c.size == 3 && c.dims == 3 && sizeof(T) <= 2) {
       alts.push_back({&filt::median3_lanes, false, "int_values"});
       alts.push_back(

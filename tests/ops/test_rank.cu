@@ -252,10 +252,10 @@ TYPED_TEST(RankTyped, SmallWindowsAtEveryRank) {
 
 // Every rank of 5x5 per slice (and 5x5x1 in 3D) by merging four sorted columns and selecting
 // with the fifth (rank25_of_columns: switch rank25_nets for the ranks other than the median,
-// median25_merge for the median; both off by default until a GPU has measured them): on CUDA
+// median25_merge for the median; both on by default since a GPU measured them): on CUDA
 // median2d_kernel<T, 2>, on the host median25_fn, in 16-bit lanes for 8- and 16-bit voxels and
 // with the four common columns of a pair merged once for the others; every border mode, odd
-// extents, one slice, random and clustered data with the type's extremes; and the defaults.
+// extents, one slice, random and clustered data with the type's extremes; and both switched off.
 TYPED_TEST(RankTyped, Windows5x5PerSliceAtEveryRank) {
   using T = TypeParam;
   namespace filt = vox::detail::filt;
@@ -265,7 +265,7 @@ TYPED_TEST(RankTyped, Windows5x5PerSliceAtEveryRank) {
   const extent3 one{33, 7, 1};
   const std::vector<T> s = random_voxels<T>(one, 314);
   for (bool merged : {true, false}) {
-    SCOPED_TRACE(merged ? "rank25_nets and median25_merge on" : "the defaults");
+    SCOPED_TRACE(merged ? "rank25_nets and median25_merge on" : "both off");
     const filt::scoped_path p(filt::rank25_nets, merged);
     const filt::scoped_path q(filt::median25_merge, merged);
     for (long k = 1; k < 24; ++k) {
