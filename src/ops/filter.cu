@@ -503,12 +503,11 @@ __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 3 : 2
 /// the issue rate). The loads of D steps ahead stay in flight in pf (4 beyond radius 16, where the
 /// partial sums alone take 2 R + 1 registers). Each output's sum takes its
 /// taps in the same order as the kernel above (tap 0 first, from 0), so both give the same
-/// voxels.
+/// voxels. A thread's column is fir_column (detail/gauss_fir.hpp), which the host tests run too.
 template <class F, int R, bool EXACT, int D = (R > 16 ? 4 : 8)>
 __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 4 : 2)
     gauss_z_fir_kernel(const F* __restrict__ in, F* __restrict__ out, march_geom g, border mode,
                        F cval, gauss_taps<F, R> wz) {
-  constexpr int W = 2 * R + 1;
   const idx_t slice = g.nx * g.ny;
   for (idx_t ch = blockIdx.z; ch < g.chunks; ch += gridDim.z) {
     for (idx_t by = blockIdx.y; by < g.tiles_y; by += gridDim.y) {
@@ -519,67 +518,8 @@ __global__ void __launch_bounds__(st_threads, (sizeof(F) == 4 && R <= 8) ? 4 : 2
         const idx_t ze = zs + g.chunk < g.z1 ? zs + g.chunk : g.z1;
         const F* col = in + gyp * g.nx + gxp;
         F* sp = out + zs * slice + gyp * g.nx + gxp;
-        const int n = static_cast<int>(ze - zs) + 2 * R;  // inputs (a chunk is at most a slab)
-        // Input i is slice zs - R + i, mapped by the border rule (only the steps of the rounds
-        // whose loads leave the volume take it: below).
-        auto ld = [&](int i) -> F {
-          const idx_t mz = map_fast(zs - R + i, g.nz, mode);
-          return mz < 0 ? cval : col[mz * slice];
-        };
-        F s[W];
-#pragma unroll
-        for (int k = 0; k < W; ++k) s[k] = F(0);
-        F pf[D];
-#pragma unroll
-        for (int j = 0; j < D; ++j)
-          if (j < n) pf[j] = ld(j);
-        // One step: input v enters; s[0] is then the output of the step's window.
-        auto step = [&](F v) { fir_step<F, R, EXACT>(s, wz, v); };
-        // A full round of D steps whose D loads (inputs i + D ...) all lie inside the volume:
-        // loads by a pointer that advances a slice per load, no border rule and no test (a
-        // 64-bit multiply per load made an earlier pass issue-bound). STORE: every step
-        // completes a window (past the prologue's 2 R inputs).
-        auto direct_round = [&](int i, auto store_tag) {
-          constexpr bool all = decltype(store_tag)::value;
-          const F* lp = col + (zs - R + i + D) * slice;
-#pragma unroll
-          for (int j = 0; j < D; ++j) {
-            const F v = pf[j];
-            pf[j] = *lp;
-            lp += slice;
-            step(v);
-            if (all || i + j >= 2 * R) {
-              *sp = s[0];
-              sp += slice;
-            }
-          }
-        };
-        // Rounds are chosen one at a time, so that a chunk at a border of the volume runs the
-        // border rule only in its first and last rounds (the choice per chunk sent every chunk
-        // of a slab at the volume's ends down the slow path: 85 instructions a step against 41,
-        // ptxas sm_90, radius 16, and a 300-slice volume's two chunks both touch an end).
-        for (int i = 0; i < n; i += D) {
-          const idx_t zq = zs - R + i + D;  // the round's first load
-          if (i + 2 * D <= n && zq >= 0 && zq + D <= g.nz) {
-            if (i >= 2 * R) {
-              direct_round(i, std::true_type{});
-            } else {
-              direct_round(i, std::false_type{});
-            }
-          } else {
-#pragma unroll
-            for (int j = 0; j < D; ++j) {
-              if (i + j >= n) break;
-              const F v = pf[j];
-              if (i + j + D < n) pf[j] = ld(i + j + D);
-              step(v);
-              if (i + j >= 2 * R) {
-                *sp = s[0];
-                sp += slice;
-              }
-            }
-          }
-        }
+        fir_column<F, R, EXACT, D>(col, sp, slice, zs, ze, g.nz, cval, wz,
+                                   [&](idx_t z) { return map_fast(z, g.nz, mode); });
       }
     }
   }

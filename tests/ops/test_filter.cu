@@ -30,6 +30,7 @@
 
 #include "../../src/memory/detail/counters.hpp"
 #include "../../src/ops/detail/filter_paths.hpp"
+#include "../../src/ops/detail/gauss_fir.hpp"
 #include "../../src/ops/detail/lanes16.hpp"
 #include "../../src/ops/detail/median_network.cuh"
 #include "../../src/ops/detail/van_herk.hpp"
@@ -721,6 +722,73 @@ TYPED_TEST(FilterTyped, GaussianZFirMatchesReferenceAndTheRing) {
       }
     }
   }
+}
+
+// The z pass's column walk (fir_column, which gauss_z_fir_kernel runs per thread) on the host,
+// instance by instance: a correlation with random taps (asymmetric, so that their order counts;
+// those beyond the radius of an inexact bucket huge, so that a tap not skipped shows), a column
+// strided through a poisoned volume, against a double reference. Every border mode, volumes of
+// 1 to 90 slices cut into chunks of 1 slice up to the whole volume: chunks at either end or both,
+// inside, and shorter than a round of loads, so that the walk takes its direct and its
+// border-ruled rounds in every order. Only the chunk's outputs may be written.
+template <class F, int R, bool EXACT, int D>
+void check_fir_column(int r, unsigned seed) {
+  namespace filt = vox::detail::filt;
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  filt::gauss_taps<F, R> w{};
+  for (int k = 0; k <= 2 * R; ++k)
+    w.w[k] = std::abs(k - R) <= r ? static_cast<F>(0.5 + 0.5 * u(gen)) : F(1e6);
+  w.r = r;
+  const idx slice = 3, c = 1;  // the walked column: element 1 of each 3-element slice
+  const F cval = F(0.75);
+  for (idx nz : {idx{1}, idx{2}, idx{5}, idx{37}, idx{90}}) {
+    std::vector<F> in(static_cast<std::size_t>(nz * slice));
+    for (F& v : in) v = static_cast<F>(u(gen));
+    for (border m : all_modes) {
+      const auto map = [&](idx z) { return vox::map_border(z, nz, m); };
+      for (idx chunk : {idx{1}, idx{3}, idx{16}, idx{40}, nz}) {
+        for (idx zs = 0; zs < nz; zs += chunk) {
+          const idx ze = std::min(zs + chunk, nz);
+          std::vector<F> out(in.size(), std::numeric_limits<F>::quiet_NaN());
+          filt::fir_column<F, R, EXACT, D>(in.data() + c, out.data() + zs * slice + c, slice, zs,
+                                           ze, nz, cval, w, map);
+          for (idx z = 0; z < nz; ++z) {
+            for (idx x = 0; x < slice; ++x) {
+              const F got = out[static_cast<std::size_t>(z * slice + x)];
+              if (x != c || z < zs || z >= ze) {
+                ASSERT_TRUE(std::isnan(got))
+                    << "written outside the chunk: slice " << z << ", element " << x << "; chunk ["
+                    << zs << ", " << ze << ") of " << nz << ", " << vox::border_name(m);
+                continue;
+              }
+              double want = 0, scale = 0;
+              for (int k = 0; k <= 2 * R; ++k) {
+                if (std::abs(k - R) > r) continue;
+                const idx mz = map(z - R + k);
+                const double v =
+                    mz < 0 ? double(cval) : double(in[static_cast<std::size_t>(mz * slice + c)]);
+                want += double(w.w[k]) * v;
+                scale += std::abs(double(w.w[k]) * v);
+              }
+              ASSERT_NEAR(double(got), want, 1e-5 * scale + 1e-6)
+                  << "R " << R << ", r " << r << ", slice " << z << "; chunk [" << zs << ", " << ze
+                  << ") of " << nz << ", " << vox::border_name(m);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(GaussianFir, ColumnWalkMatchesReferenceForEveryChunkAndBorder) {
+  check_fir_column<float, 4, true, 8>(4, 81);
+  check_fir_column<float, 8, false, 8>(6, 82);
+  check_fir_column<float, 16, true, 8>(16, 83);
+  check_fir_column<float, 12, false, 8>(9, 84);
+  check_fir_column<float, 24, false, 4>(20, 85);
+  check_fir_column<double, 8, true, 8>(8, 86);
 }
 
 // The xy pass as a walk along y (gauss_xy_walk; CUDA, the host backend has one path): against

@@ -11,6 +11,7 @@
 #include <voxstream/volume.hpp>
 
 #include "filter_checks.hpp"
+#include "gauss_fir.hpp"
 
 #if VOX_BACKEND_CUDA && defined(__CUDACC__)
 namespace vox::detail::filt {
@@ -33,14 +34,6 @@ inline void gauss_weights(double sigma, idx_t r, double* w) {
 /// radius-8 pass's reads).
 inline idx_t gauss_z_depth(idx_t rz) { return std::max<idx_t>(16, 8 * rz); }
 
-/// The taps of one axis in a radius bucket R (2 R + 1 slots; those beyond the actual radius r
-/// are zero and skipped by the kernels).
-template <class F, int R>
-struct gauss_taps {
-  F w[2 * R + 1];
-  int r;  ///< actual radius <= R
-};
-
 template <class F, int R>
 gauss_taps<F, R> make_taps(double sigma, idx_t r) {
   gauss_taps<F, R> t{};
@@ -49,16 +42,6 @@ gauss_taps<F, R> make_taps(double sigma, idx_t r) {
   for (idx_t i = -r; i <= r; ++i) t.w[R + i] = static_cast<F>(w[i + r]);
   t.r = static_cast<int>(r);
   return t;
-}
-
-/// Whether tap `tap` (0..2R) of a bucket-R window is inside the actual radius r.
-template <int R, bool EXACT>
-__device__ __forceinline__ bool tap_on(int tap, int r) {
-  if constexpr (EXACT) {
-    return true;
-  } else {
-    return (tap >= R ? tap - R : R - tap) <= r;
-  }
 }
 
 /// out[j] = sum over taps of w[tap] * in[j + tap] for N outputs, streaming the N + 2R inputs
@@ -76,25 +59,6 @@ __device__ __forceinline__ void correlate_n(const gauss_taps<F, R>& w, At at, F 
       if (tap >= 0 && tap <= 2 * R && tap_on<R, EXACT>(tap, w.r)) acc[j] += w.w[tap] * v;
     }
   }
-}
-
-/// One input v of a transposed-form FIR over the taps w: s holds 2 R + 1 partial sums, s[k] that
-/// of the output whose window ends 2 R - k inputs later; afterwards s[0] is the output of the
-/// window v completes. Each sum takes its taps in order from tap 0, starting from 0, one
-/// multiply-add a tap (correlate_n's order, so both give the same voxels). The z pass and the
-/// xy walk's y pass (filter.cu).
-template <class F, int R, bool EXACT>
-__device__ __forceinline__ void fir_step(F (&s)[2 * R + 1], const gauss_taps<F, R>& w, F v) {
-  constexpr int W = 2 * R + 1;
-#pragma unroll
-  for (int k = 0; k < W - 1; ++k) {
-    F a = s[k + 1];
-    if (tap_on<R, EXACT>(W - 1 - k, w.r)) a += w.w[W - 1 - k] * v;
-    s[k] = a;
-  }
-  F a = F(0);
-  if (tap_on<R, EXACT>(0, w.r)) a += w.w[0] * v;
-  s[W - 1] = a;
 }
 
 /// The 3D Gaussian in one kernel per slab (detail/gauss_fused.cuh, compiled in filter_gauss.cu):
