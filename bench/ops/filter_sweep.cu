@@ -352,7 +352,7 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     //    sorted columns merged, then the selection with the fifth);
     //  - the 3x3 median per slice: the network per voxel, nine loads each (per_voxel; default:
     //    tiles of sorted y-triples, two outputs a thread); the 5x5 median per slice: the rank
-    //    kernel (rank_kernel; default: tiles of sorted y-columns and the 118-op network);
+    //    kernel (rank_kernel; default: tiles of sorted y-columns, four of them merged);
     //  - the 3D Gaussian of radius <= 8 on every axis: one fused kernel (fused; default: the xy
     //    kernel, then the z kernel);
     //  - the Gaussian's xy pass of 8- and 16-bit voxels at any radius up to 16: the
@@ -401,7 +401,7 @@ void sweep_type(vox::stream_set& set, timer& t, const sweep_options& o, const vo
     if (c.op == op_kind::median && c.size == 5 && c.dims == 2)
       alts.push_back({&filt::median2d_net, false, "rank_kernel"});
     if (c.op == op_kind::median && c.size == 5 && c.dims == 2 && sizeof(T) >= 4)
-      alts.push_back({&filt::median2d_pair_net, false, "pair_apart"});
+      alts.push_back({&filt::median2d_pair_net, false, "pair_apart", &filt::median25_merge, false});
     // 3x3x3 ranks of voxels up to 4 bytes and 3x3 ranks per slice take the median's networks
     // (rank_nets), not the rank machinery.
     const bool nets3 = (c.op == op_kind::rank || c.op == op_kind::percentile) && c.size == 3 &&

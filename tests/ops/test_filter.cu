@@ -727,10 +727,12 @@ TYPED_TEST(FilterTyped, GaussianZFirMatchesReferenceAndTheRing) {
 // The z pass's column walk (fir_column, which gauss_z_fir_kernel runs per thread) on the host,
 // instance by instance: a correlation with random taps (asymmetric, so that their order counts;
 // those beyond the radius of an inexact bucket huge, so that a tap not skipped shows), a column
-// strided through a poisoned volume, against a double reference. Every border mode, volumes of
-// 1 to 90 slices cut into chunks of 1 slice up to the whole volume: chunks at either end or both,
-// inside, and shorter than a round of loads, so that the walk takes its direct and its
-// border-ruled rounds in every order. Only the chunk's outputs may be written.
+// strided through a volume, against a double reference. The volume has R + D guard slices at
+// either end and its other columns, all NaN, so that a read outside the column's slices [0, nz)
+// turns an output into NaN; the output is poisoned the same way and may change only in the
+// chunk. Every border mode, volumes of 1 to 90 slices cut into chunks of 1 slice up to the whole
+// volume: chunks at either end or both, inside, and shorter than a round of loads, so that the
+// walk takes its direct and its border-ruled rounds in every order.
 template <class F, int R, bool EXACT, int D>
 void check_fir_column(int r, unsigned seed) {
   namespace filt = vox::detail::filt;
@@ -740,22 +742,25 @@ void check_fir_column(int r, unsigned seed) {
   for (int k = 0; k <= 2 * R; ++k)
     w.w[k] = std::abs(k - R) <= r ? static_cast<F>(0.5 + 0.5 * u(gen)) : F(1e6);
   w.r = r;
+  const F nan = std::numeric_limits<F>::quiet_NaN();
   const idx slice = 3, c = 1;  // the walked column: element 1 of each 3-element slice
+  const idx guard = R + D;     // NaN slices before slice 0 and after slice nz - 1
   const F cval = F(0.75);
   for (idx nz : {idx{1}, idx{2}, idx{5}, idx{37}, idx{90}}) {
-    std::vector<F> in(static_cast<std::size_t>(nz * slice));
-    for (F& v : in) v = static_cast<F>(u(gen));
+    const auto at = [&](idx z, idx x) { return static_cast<std::size_t>((z + guard) * slice + x); };
+    std::vector<F> in(static_cast<std::size_t>((nz + 2 * guard) * slice), nan);
+    for (idx z = 0; z < nz; ++z) in[at(z, c)] = static_cast<F>(u(gen));
     for (border m : all_modes) {
       const auto map = [&](idx z) { return vox::map_border(z, nz, m); };
       for (idx chunk : {idx{1}, idx{3}, idx{16}, idx{40}, nz}) {
         for (idx zs = 0; zs < nz; zs += chunk) {
           const idx ze = std::min(zs + chunk, nz);
-          std::vector<F> out(in.size(), std::numeric_limits<F>::quiet_NaN());
-          filt::fir_column<F, R, EXACT, D>(in.data() + c, out.data() + zs * slice + c, slice, zs,
+          std::vector<F> out(in.size(), nan);
+          filt::fir_column<F, R, EXACT, D>(in.data() + at(0, c), out.data() + at(zs, c), slice, zs,
                                            ze, nz, cval, w, map);
-          for (idx z = 0; z < nz; ++z) {
+          for (idx z = -guard; z < nz + guard; ++z) {
             for (idx x = 0; x < slice; ++x) {
-              const F got = out[static_cast<std::size_t>(z * slice + x)];
+              const F got = out[at(z, x)];
               if (x != c || z < zs || z >= ze) {
                 ASSERT_TRUE(std::isnan(got))
                     << "written outside the chunk: slice " << z << ", element " << x << "; chunk ["
@@ -766,8 +771,7 @@ void check_fir_column(int r, unsigned seed) {
               for (int k = 0; k <= 2 * R; ++k) {
                 if (std::abs(k - R) > r) continue;
                 const idx mz = map(z - R + k);
-                const double v =
-                    mz < 0 ? double(cval) : double(in[static_cast<std::size_t>(mz * slice + c)]);
+                const double v = mz < 0 ? double(cval) : double(in[at(mz, c)]);
                 want += double(w.w[k]) * v;
                 scale += std::abs(double(w.w[k]) * v);
               }
@@ -983,24 +987,33 @@ TYPED_TEST(FilterTyped, Median3PathsOfNarrowVoxelsMatchReference) {
   path(false, false, false);
 }
 
-// The 3x3 and 5x5 medians per slice by both paths (median2d_net: on CUDA tiles of sorted
+// The 3x3 and 5x5 medians per slice by every path (median2d_net: on CUDA tiles of sorted
 // y-columns, two outputs a thread in lanes, on the host the 5x5's network two outputs a call;
-// off: the per-voxel network or selection and the rank kernel), every type and border mode, odd
-// extents over several tiles (the last pair half outside), one to four columns and rows, one
-// slice, and the 3x3x1 and 5x5x1 windows of a 3D filter.
+// for 5x5 four sorted columns merged (median25_merge, the default), or the row networks, on the
+// pair (median2d_pair_net) or apart; off: the per-voxel network or selection and the rank
+// kernel), every type and border mode, odd extents over several tiles (the last pair half
+// outside), one to four columns and rows, one slice, and the 3x3x1 and 5x5x1 windows of a 3D
+// filter.
 TYPED_TEST(FilterTyped, Median2DPathsMatchReference) {
   using T = TypeParam;
   namespace filt = vox::detail::filt;
-  // Voxels without 16-bit lanes run the 5x5 pair either way (median2d_pair_net).
-  const std::vector<int> nets = sizeof(T) >= 4 ? std::vector<int>{2, 1, 0} : std::vector<int>{1, 0};
+  // Voxels without 16-bit lanes run the 5x5 row networks on the pair either way
+  // (median2d_pair_net). Forms: 3 merged columns, 2 row networks apart, 1 row networks (on the
+  // pair where it applies), 0 median2d_net off.
+  const std::vector<int> nets =
+      sizeof(T) >= 4 ? std::vector<int>{3, 2, 1, 0} : std::vector<int>{3, 1, 0};
   for (int form : nets) {
     const bool net = form != 0;
-    SCOPED_TRACE(form == 2 ? "median2d_net, pair apart" : net ? "median2d_net" : "median2d_net off");
+    SCOPED_TRACE(form == 3   ? "median2d_net, merged columns"
+                 : form == 2 ? "median2d_net, row networks apart"
+                 : net       ? "median2d_net, row networks"
+                             : "median2d_net off");
     const filt::scoped_path p(filt::median2d_net, net);
     const filt::scoped_path pp(filt::median2d_pair_net, form != 2);
+    const filt::scoped_path pm(filt::median25_merge, form == 3);
     for (std::size_t size : {3, 5}) {
       if (!net && !VOX_BACKEND_CUDA && size == 3) continue;  // one host path
-      if (form == 2 && size == 3) continue;  // the pair is the 5x5's
+      if (form >= 2 && size == 3) continue;                  // the merge and the pair are the 5x5's
       for (border m : all_modes) {
         check_median<T>(extent3{131, 19, 3}, size, opts(m, 2, -3.0), three, 61);
         check_median<T>(extent3{1, 5, 2}, size, opts(m, 2, 7.0), three, 62);

@@ -1,5 +1,6 @@
-// Internal to src/ops/filter.cu and src/ops/filter_gauss.cu (CUDA only): the Gaussian's taps and
-// the row correlation its kernels share. Not installed.
+// Internal to src/ops/filter.cu and src/ops/filter_gauss.cu (CUDA only): the Gaussian's weights,
+// the taps of a radius bucket (their type and fir_step in gauss_fir.hpp) and the row correlation
+// its kernels share. Not installed.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,7 @@
-// Internal to src/ops/filter.cu and the ops tests: the Gaussian's taps and the transposed-form
-// FIR that its z pass (gauss_z_fir_kernel) and its xy walk's y pass run, callable from host and
-// device code, so that the host tests run the z pass's column walk itself (the host backend's
-// Gaussian takes the 1D passes). Not installed.
+// Internal to src/ops/filter.cu, src/ops/filter_gauss.cu (through gauss.cuh) and the ops tests:
+// the Gaussian's taps and the transposed-form FIR that its z pass (gauss_z_fir_kernel) and its xy
+// walk's y pass run, callable from host and device code, so that the host tests run the z pass's
+// column walk itself (the host backend's Gaussian takes the 1D passes). Not installed.
 #pragma once
 
 #include <type_traits>
@@ -60,12 +60,13 @@ VOX_FIR_INLINE void fir_step(F (&s)[2 * R + 1], const gauss_taps<F, R>& w, F v) 
 /// nz slices, `slice` elements apart, from the column `col` (its slice 0) into `sp` (slice zs).
 /// The walk takes the chunk's inputs [zs - R, ze + R) once, in order; the loads of D steps ahead
 /// stay in flight in pf. `map(z)` is the border rule: the slice that z reads, or -1 for cval.
-/// The rule is chosen per round of D loads: a round whose loads all lie inside the volume loads
-/// by a pointer that advances a slice per load, with no border rule and no test (a 64-bit
-/// multiply per load made an earlier pass issue-bound); only the first and last rounds of a
-/// chunk at an end of the volume take the rule. (A choice per chunk sent every chunk of a slab
-/// at the volume's ends down the slow path: 85 instructions a step against 41, ptxas sm_90,
-/// radius 16, and a 300-slice volume's two chunks both reach an end.)
+/// The rule is chosen per round of D loads: a full round whose loads all lie inside the volume
+/// loads by a pointer that advances a slice per load, with no border rule and no test (a 64-bit
+/// multiply per load made an earlier pass issue-bound). The others take the rule: the first D
+/// loads and the last one or two rounds of every chunk, and the rounds whose loads leave the
+/// volume. (A choice per chunk sent every chunk of a
+/// slab at the volume's ends down the slow path for all its steps: 85 instructions a step
+/// against 41, ptxas sm_90, radius 16, and a 300-slice volume's two chunks both reach an end.)
 #if defined(__CUDACC__)
 #pragma nv_exec_check_disable  // the host tests pass a host lambda as `map`
 #endif
