@@ -177,8 +177,9 @@ inline std::atomic<bool> rank25_nets{true};
 /// true (the default): tiles of sorted y-columns in shared memory, two outputs a thread in lanes,
 /// 12 min or max a pair for 3x3 and for 5x5 the merge of median25_merge or the 118 of
 /// median25_of_sorted_columns (median2d_kernel); false: the per-voxel network for 3x3
-/// (median_fn: nine loads a voxel) and the rank kernel for 5x5. On the host backend, 5x5 only: the same sorted columns and network two
-/// outputs a call (median25_fn) or the per-voxel selection. All give the same voxels.
+/// (median_fn: nine loads a voxel) and the rank kernel for 5x5. On the host backend, 5x5 only:
+/// the same sorted columns and network two outputs a call (median25_fn) or the per-voxel
+/// selection. All give the same voxels.
 inline std::atomic<bool> median2d_net{true};
 
 /// The 5x5 median per slice of voxels without 16-bit lanes (32- and 64-bit), under median2d_net

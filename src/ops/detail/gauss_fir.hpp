@@ -64,9 +64,9 @@ VOX_FIR_INLINE void fir_step(F (&s)[2 * R + 1], const gauss_taps<F, R>& w, F v) 
 /// loads by a pointer that advances a slice per load, with no border rule and no test (a 64-bit
 /// multiply per load made an earlier pass issue-bound). The others take the rule: the first D
 /// loads and the last one or two rounds of every chunk, and the rounds whose loads leave the
-/// volume. (A choice per chunk sent every chunk of a
-/// slab at the volume's ends down the slow path for all its steps: 85 instructions a step
-/// against 41, ptxas sm_90, radius 16, and a 300-slice volume's two chunks both reach an end.)
+/// volume. (A choice per chunk sent every chunk of a slab at the volume's ends down the slow
+/// path for all its steps: 85 instructions a step against 41, ptxas sm_90, radius 16, and a
+/// 300-slice volume's two chunks both reach an end.)
 #if defined(__CUDACC__)
 #pragma nv_exec_check_disable  // the host tests pass a host lambda as `map`
 #endif
